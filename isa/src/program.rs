@@ -1,0 +1,253 @@
+//! The compiled kernel: what the simulator runs. Names are resolved to small indices, parameters
+//! folded into constants, loops and conditionals turned into counters and jumps.
+
+use crate::expr::Code;
+use crate::scenario::DType;
+use std::collections::BTreeMap;
+
+/// Run-time variable slots every warp has; loop variables follow from [`FIRST_LOOP_SLOT`].
+pub mod slot {
+    /// Lane index 0..32 (only meaningful in per-lane address expressions).
+    pub const LANE: u16 = 0;
+    /// Warp index within its warpgroup, 0..4.
+    pub const WARP: u16 = 1;
+    /// Warpgroup index within its role.
+    pub const WG: u16 = 2;
+    /// Warp index within the CTA.
+    pub const WARP_ID: u16 = 3;
+    /// CTA (block) index within the grid.
+    pub const CTA: u16 = 4;
+    pub const FIRST_LOOP_SLOT: u16 = 5;
+    pub const BUILTINS: [(&str, u16); 5] = [
+        ("lane", LANE),
+        ("warp", WARP),
+        ("wg", WG),
+        ("warp_id", WARP_ID),
+        ("cta", CTA),
+    ];
+}
+
+pub const WARP_SIZE: u32 = 32;
+pub const WARPS_PER_WARPGROUP: u32 = 4;
+
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    pub name: String,
+    pub gpu: String,
+    pub params: BTreeMap<String, i64>,
+    pub grid: u32,
+    pub regs_per_thread: u32,
+    pub tensors: Vec<TensorInfo>,
+    pub buffers: Vec<BufferInfo>,
+    pub mbarriers: Vec<MBarrierInfo>,
+    /// Total mbarrier objects (all arrays flattened).
+    pub mbarrier_count: u32,
+    /// Shared memory per CTA: buffers plus 8 bytes per mbarrier.
+    pub smem_bytes: u64,
+    pub roles: Vec<RoleInfo>,
+    pub analytic: Option<AnalyticInfo>,
+}
+
+impl Kernel {
+    pub fn warps_per_cta(&self) -> u32 {
+        self.roles.iter().map(|r| r.warps()).sum()
+    }
+    pub fn threads_per_cta(&self) -> u32 {
+        self.warps_per_cta() * WARP_SIZE
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct AnalyticInfo {
+    pub cycles: i64,
+    pub bound: String,
+    pub note: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct TensorInfo {
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Vec<u64>,
+    pub bytes: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct BufferInfo {
+    pub name: String,
+    pub slots: u32,
+    pub dtype: DType,
+    pub shape: Vec<u64>,
+    pub slot_bytes: u64,
+    /// Byte offset of slot 0 in the CTA's shared memory (128-byte aligned).
+    pub base: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct MBarrierInfo {
+    pub name: String,
+    pub count: u32,
+    pub arrivals: u32,
+    /// Index of element 0 among all of the CTA's mbarriers.
+    pub first: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct RoleInfo {
+    pub name: String,
+    pub warpgroups: u32,
+    pub regs: u32,
+    pub code: Vec<Op>,
+    /// For each op, where it came from (`program[2].body[0] wgmma`), for diagnostics.
+    pub paths: Vec<String>,
+    /// Run-time variable slots a warp of this role needs (builtins and loop variables).
+    pub slots: u16,
+}
+
+impl RoleInfo {
+    pub fn warps(&self) -> u32 {
+        self.warpgroups * WARPS_PER_WARPGROUP
+    }
+}
+
+/// One step of a compiled program. Only [`Op::Issue`] takes an issue slot; the others are
+/// control flow, resolved for free when the warp fetches its next instruction.
+#[derive(Clone, Debug)]
+pub enum Op {
+    /// Sets `var` = 0 and `count_slot` = `count`; jumps to `exit` when the count is not positive.
+    LoopStart {
+        var: u16,
+        count_slot: u16,
+        count: Code,
+        exit: u32,
+    },
+    /// `var` += 1; jumps back to `body` while `var` < count.
+    LoopEnd {
+        var: u16,
+        count_slot: u16,
+        body: u32,
+    },
+    /// Jumps to `target` when `cond` is zero.
+    BranchIfZero { cond: Code, target: u32 },
+    Jump { target: u32 },
+    Issue(Inst),
+}
+
+/// Element `index` of mbarrier array `array`.
+#[derive(Clone, Debug)]
+pub struct BarRef {
+    pub array: u16,
+    pub index: Code,
+}
+
+/// Slot `slot` of shared-memory buffer `buf`.
+#[derive(Clone, Debug)]
+pub struct SlotRef {
+    pub buf: u16,
+    pub slot: Code,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Pipe {
+    Alu,
+    Fma,
+    Mufu,
+}
+
+impl Pipe {
+    pub fn name(self) -> &'static str {
+        match self {
+            Pipe::Alu => "alu",
+            Pipe::Fma => "fma",
+            Pipe::Mufu => "mufu",
+        }
+    }
+}
+
+/// An issuing instruction with its operands resolved.
+#[derive(Clone, Debug)]
+pub enum Inst {
+    TmaLoad {
+        tensor: u16,
+        coords: Vec<Code>,
+        dst: SlotRef,
+        bar: BarRef,
+        bytes: u64,
+    },
+    TmaStore {
+        tensor: u16,
+        coords: Vec<Code>,
+        src: SlotRef,
+        bytes: u64,
+    },
+    TmaStoreCommit,
+    TmaStoreWait {
+        n: Code,
+    },
+    Arrive {
+        bar: BarRef,
+        count: u32,
+    },
+    ArriveExpectTx {
+        bar: BarRef,
+        bytes: Code,
+    },
+    ExpectTx {
+        bar: BarRef,
+        bytes: Code,
+    },
+    Wait {
+        bar: BarRef,
+        parity: Code,
+    },
+    /// One logical wgmma: `ksteps` HGMMA instructions of m64 n`n` k16.
+    Wgmma {
+        n: u32,
+        ksteps: u32,
+        a: Option<SlotRef>,
+        b: SlotRef,
+    },
+    WgmmaFence,
+    WgmmaCommit,
+    WgmmaWait {
+        n: Code,
+    },
+    BarSync {
+        id: Code,
+        threads: u32,
+    },
+    BarArrive {
+        id: Code,
+        threads: u32,
+    },
+    SetMaxNReg {
+        inc: bool,
+        regs: u32,
+    },
+    /// `count` warp-instructions on `pipe` (independent of each other).
+    Compute {
+        pipe: Pipe,
+        count: Code,
+    },
+    /// ld.shared / st.shared: `addr` per lane (uses the `lane` slot), `width` bytes per lane.
+    Shared {
+        store: bool,
+        slot: SlotRef,
+        addr: Code,
+        width: u32,
+    },
+    /// ld.global / st.global: `addr` per lane, a byte offset into `tensor`.
+    Global {
+        store: bool,
+        tensor: u16,
+        addr: Code,
+        width: u32,
+    },
+}
+
+impl Inst {
+    /// Warp-instructions (issue slots) this instruction takes, when known without running it.
+    pub fn is_macro(&self) -> bool {
+        matches!(self, Inst::Compute { .. } | Inst::Wgmma { .. })
+    }
+}

@@ -1,0 +1,402 @@
+//! The scenario file: a RON document naming a GPU preset, parameters, a kernel (grid, CTA with
+//! warpgroup roles, their register budgets and programs, shared-memory buffers, mbarriers and
+//! global tensors) and the analytic prediction to compare against.
+//!
+//! Expressions and references are written as RON strings (or plain integers) and parsed while the
+//! document is read, so a syntax error carries RON's line and column. Each one also gets its
+//! position in document order ([`Expr::id`]); a later validation error names that id and
+//! [`crate::locate`] recovers the line and column by re-reading the document.
+
+use crate::expr::{self, Ast, RefAst};
+use serde::{de, Deserialize, Deserializer};
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::fmt;
+
+thread_local! {
+    /// Document-order counter of spanned nodes (expressions and references) while reading.
+    static NEXT_ID: Cell<u32> = const { Cell::new(0) };
+    /// When set, reading fails at the spanned node with this id, so RON reports its position.
+    static FAIL_AT: Cell<Option<u32>> = const { Cell::new(None) };
+}
+
+pub(crate) fn reset_ids(fail_at: Option<u32>) {
+    NEXT_ID.with(|c| c.set(0));
+    FAIL_AT.with(|c| c.set(fail_at));
+}
+
+fn next_id<E: de::Error>() -> Result<u32, E> {
+    let id = NEXT_ID.with(|c| {
+        let id = c.get();
+        c.set(id + 1);
+        id
+    });
+    if FAIL_AT.with(|c| c.get()) == Some(id) {
+        return Err(E::custom(crate::LOCATE_MARK));
+    }
+    Ok(id)
+}
+
+/// An integer expression as written in the scenario, with its parsed tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expr {
+    pub text: String,
+    pub ast: Ast,
+    /// Document-order position among the scenario's spanned nodes.
+    pub id: u32,
+}
+
+impl Expr {
+    /// An expression made in code rather than read from a file (no source position).
+    pub fn int(v: i64) -> Expr {
+        Expr {
+            text: v.to_string(),
+            ast: Ast::Int(v),
+            id: u32::MAX,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Expr {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> de::Visitor<'de> for V {
+            type Value = Expr;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an integer or an expression string such as \"j % stages\"")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Expr, E> {
+                let id = next_id()?;
+                Ok(Expr {
+                    text: v.to_string(),
+                    ast: Ast::Int(v),
+                    id,
+                })
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Expr, E> {
+                let v = i64::try_from(v).map_err(|_| E::custom("integer too large"))?;
+                self.visit_i64(v)
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Expr, E> {
+                self.visit_i64(v as i64)
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Expr, E> {
+                let id = next_id()?;
+                let ast = expr::parse(v).map_err(E::custom)?;
+                Ok(Expr {
+                    text: v.to_string(),
+                    ast,
+                    id,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A reference to an element of a named array (`"full[j % stages]"`, `"sA[s]"`, `"sQ"`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ref {
+    pub text: String,
+    pub parsed: RefAst,
+    pub id: u32,
+}
+
+impl<'de> Deserialize<'de> for Ref {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        let id = next_id()?;
+        let parsed = expr::parse_ref(&text).map_err(de::Error::custom)?;
+        Ok(Ref { text, parsed, id })
+    }
+}
+
+/// A parameter's value: an integer, or a boolean read as 1 / 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParamValue(pub i64);
+
+impl<'de> Deserialize<'de> for ParamValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl de::Visitor<'_> for V {
+            type Value = ParamValue;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an integer or a boolean")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ParamValue, E> {
+                Ok(ParamValue(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ParamValue, E> {
+                i64::try_from(v)
+                    .map(ParamValue)
+                    .map_err(|_| E::custom("integer too large"))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<ParamValue, E> {
+                Ok(ParamValue(v as i64))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// GPU preset name (`h100-sxm`).
+    pub gpu: String,
+    #[serde(default)]
+    pub params: BTreeMap<String, ParamValue>,
+    pub kernel: Kernel,
+    #[serde(default)]
+    pub analytic: Option<Analytic>,
+}
+
+/// The scenario's own closed-form prediction, compared with the simulated cycles.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Analytic {
+    /// Predicted cycles (an expression over the parameters).
+    pub cycles: Expr,
+    /// The resource the prediction says binds (`tensor`, `smem`, `mufu`, `memory`, ...).
+    pub bound: String,
+    #[serde(default)]
+    pub note: String,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Kernel {
+    /// Number of CTAs.
+    #[serde(default = "one")]
+    pub grid: Expr,
+    /// Registers per thread allocated at launch (the compiler's count); `setmaxnreg` moves
+    /// registers between warpgroups from this pool.
+    pub regs_per_thread: Expr,
+    #[serde(default)]
+    pub tensors: Vec<Tensor>,
+    #[serde(default)]
+    pub smem: Vec<Buffer>,
+    #[serde(default)]
+    pub mbarriers: Vec<MBarrier>,
+    pub roles: Vec<Role>,
+}
+
+fn one() -> Expr {
+    Expr::int(1)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+pub enum DType {
+    F8,
+    F16,
+    BF16,
+    F32,
+}
+
+impl DType {
+    pub fn bytes(self) -> u64 {
+        match self {
+            DType::F8 => 1,
+            DType::F16 | DType::BF16 => 2,
+            DType::F32 => 4,
+        }
+    }
+}
+
+/// A row-major tensor in global memory.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tensor {
+    pub name: String,
+    pub dtype: DType,
+    /// Extent of each dimension, outermost first.
+    pub shape: Vec<Expr>,
+}
+
+/// A shared-memory buffer of `slots` equal tiles (a ring buffer when `slots > 1`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Buffer {
+    pub name: String,
+    #[serde(default = "one")]
+    pub slots: Expr,
+    pub dtype: DType,
+    /// Tile extent per dimension, outermost first; also the TMA box of copies into the slot.
+    pub shape: Vec<Expr>,
+}
+
+/// An array of `count` mbarriers, each initialized with `arrivals` expected arrivals at CTA start.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MBarrier {
+    pub name: String,
+    #[serde(default = "one")]
+    pub count: Expr,
+    pub arrivals: Expr,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Role {
+    pub name: String,
+    #[serde(default = "one")]
+    pub warpgroups: Expr,
+    /// Registers per thread this role runs with. If it differs from the kernel's launch
+    /// allocation, the program must reach it with `setmaxnreg`.
+    pub regs: Expr,
+    pub program: Vec<Instr>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+pub enum RegAction {
+    Inc,
+    Dec,
+}
+
+/// Where a wgmma's A operand comes from.
+#[derive(Clone, Debug, Deserialize)]
+pub enum AOperand {
+    /// Shared memory (the SS form): read through the shared-memory port.
+    Smem(Ref),
+    /// Registers (the RS form).
+    Regs,
+}
+
+/// One instruction of the tile ISA, or a structured control construct.
+#[derive(Clone, Debug, Deserialize)]
+pub enum Instr {
+    /// TMA load of one box (the slot's shape) at element `coords` of `tensor` into `dst`;
+    /// its bytes complete on the mbarrier `bar` (complete-tx).
+    TmaLoad {
+        tensor: String,
+        coords: Vec<Expr>,
+        dst: Ref,
+        bar: Ref,
+    },
+    /// TMA store of the slot `src` to element `coords` of `tensor` (a bulk async-group op).
+    TmaStore {
+        tensor: String,
+        coords: Vec<Expr>,
+        src: Ref,
+    },
+    /// Closes the warp's uncommitted TMA stores into a bulk async-group.
+    TmaStoreCommit,
+    /// Waits until at most `n` of the warp's bulk async-groups are pending.
+    TmaStoreWait(Expr),
+    /// mbarrier arrive; by every thread of the warp (32 arrivals) or, with `elect`, by one.
+    Arrive {
+        bar: Ref,
+        #[serde(default)]
+        elect: bool,
+    },
+    /// One elected thread: expect-tx(`bytes`) then arrive (1 arrival).
+    ArriveExpectTx { bar: Ref, bytes: Expr },
+    /// expect-tx(`bytes`) without arriving.
+    ExpectTx { bar: Ref, bytes: Expr },
+    /// mbarrier try_wait.parity loop: passes once the phase with parity `parity` has completed.
+    Wait { bar: Ref, parity: Expr },
+    /// Warpgroup MMA m64 nN k16, repeated `ksteps` times (one HGMMA per step), fp32 accumulators.
+    Wgmma {
+        n: Expr,
+        #[serde(default = "one")]
+        ksteps: Expr,
+        a: AOperand,
+        b: Ref,
+        /// Label of the accumulator registers (for diagnostics).
+        #[serde(default)]
+        acc: Option<String>,
+    },
+    WgmmaFence,
+    WgmmaCommit,
+    /// Waits until at most `n` of the warpgroup's wgmma groups are pending.
+    WgmmaWait(Expr),
+    /// Named barrier: arrive with this warp's 32 threads and wait until `threads` have arrived.
+    BarSync { id: Expr, threads: Expr },
+    /// Named barrier: arrive with this warp's 32 threads without waiting.
+    BarArrive { id: Expr, threads: Expr },
+    /// Changes this warp's per-thread register ceiling.
+    SetMaxNReg { action: RegAction, regs: Expr },
+    /// Integer ALU work: this many instructions per thread.
+    Alu(Expr),
+    /// FP32 FMA/FADD/FMUL work: this many instructions per thread.
+    Fma(Expr),
+    /// Special-function (MUFU: ex2, rcp, ...) work: this many instructions per thread.
+    Mufu(Expr),
+    /// Shared-memory load; `addr` is each lane's byte offset in the slot (may use `lane`).
+    LdShared {
+        buf: Ref,
+        addr: Expr,
+        #[serde(default = "four")]
+        width: Expr,
+    },
+    StShared {
+        buf: Ref,
+        addr: Expr,
+        #[serde(default = "four")]
+        width: Expr,
+    },
+    /// Global load; `addr` is each lane's byte offset in the tensor (may use `lane`).
+    LdGlobal {
+        tensor: String,
+        addr: Expr,
+        #[serde(default = "four")]
+        width: Expr,
+    },
+    StGlobal {
+        tensor: String,
+        addr: Expr,
+        #[serde(default = "four")]
+        width: Expr,
+    },
+    /// Runs `body` `count` times with `var` = 0, 1, ...
+    Loop {
+        var: String,
+        count: Expr,
+        body: Vec<Instr>,
+    },
+    If {
+        cond: Expr,
+        then: Vec<Instr>,
+        #[serde(default, rename = "else")]
+        otherwise: Vec<Instr>,
+    },
+}
+
+fn four() -> Expr {
+    Expr::int(4)
+}
+
+impl Instr {
+    /// The mnemonic used in messages and docs.
+    pub fn mnemonic(&self) -> &'static str {
+        match self {
+            Instr::TmaLoad { .. } => "tma_load",
+            Instr::TmaStore { .. } => "tma_store",
+            Instr::TmaStoreCommit => "tma_store_commit",
+            Instr::TmaStoreWait(_) => "tma_store_wait",
+            Instr::Arrive { .. } => "mbarrier.arrive",
+            Instr::ArriveExpectTx { .. } => "mbarrier.arrive_expect_tx",
+            Instr::ExpectTx { .. } => "mbarrier.expect_tx",
+            Instr::Wait { .. } => "mbarrier.wait",
+            Instr::Wgmma { .. } => "wgmma",
+            Instr::WgmmaFence => "wgmma.fence",
+            Instr::WgmmaCommit => "wgmma.commit_group",
+            Instr::WgmmaWait(_) => "wgmma.wait_group",
+            Instr::BarSync { .. } => "bar.sync",
+            Instr::BarArrive { .. } => "bar.arrive",
+            Instr::SetMaxNReg { .. } => "setmaxnreg",
+            Instr::Alu(_) => "alu",
+            Instr::Fma(_) => "fma",
+            Instr::Mufu(_) => "mufu",
+            Instr::LdShared { .. } => "ld.shared",
+            Instr::StShared { .. } => "st.shared",
+            Instr::LdGlobal { .. } => "ld.global",
+            Instr::StGlobal { .. } => "st.global",
+            Instr::Loop { .. } => "loop",
+            Instr::If { .. } => "if",
+        }
+    }
+}

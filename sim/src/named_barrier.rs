@@ -1,0 +1,91 @@
+//! Named barriers (PTX `bar.sync` / `bar.arrive`): 16 per CTA. Arrival is per warp (32 threads);
+//! the barrier completes when the thread count given by the arrivals is reached, releases its
+//! waiters and resets at once.
+
+#[derive(Clone, Debug, Default)]
+pub struct NamedBarrier {
+    /// Thread count of the instance being collected (0 when idle).
+    expected: u32,
+    arrived: u32,
+    /// Warps blocked in `bar.sync` on this instance.
+    waiters: Vec<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NamedBarrierError {
+    #[error("a warp arrived with thread count {given} while the barrier is collecting {expected}")]
+    CountMismatch { given: u32, expected: u32 },
+}
+
+impl NamedBarrier {
+    /// One warp arrives for a barrier of `threads` threads; `waiter` is the warp when it waits
+    /// (`bar.sync`). Returns the warps to release when this arrival completes the barrier.
+    pub fn arrive(
+        &mut self,
+        threads: u32,
+        waiter: Option<u32>,
+    ) -> Result<Option<Vec<u32>>, NamedBarrierError> {
+        if self.expected != 0 && self.expected != threads {
+            return Err(NamedBarrierError::CountMismatch {
+                given: threads,
+                expected: self.expected,
+            });
+        }
+        self.expected = threads;
+        self.arrived += 32;
+        if self.arrived >= self.expected {
+            self.expected = 0;
+            self.arrived = 0;
+            return Ok(Some(std::mem::take(&mut self.waiters)));
+        }
+        if let Some(w) = waiter {
+            self.waiters.push(w);
+        }
+        Ok(None)
+    }
+
+    pub fn arrived(&self) -> u32 {
+        self.arrived
+    }
+    pub fn expected(&self) -> u32 {
+        self.expected
+    }
+    pub fn waiters(&self) -> &[u32] {
+        &self.waiters
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn completes_at_the_thread_count_and_resets() {
+        let mut b = NamedBarrier::default();
+        // 256 threads = 8 warps: 4 sync (wait), 4 arrive.
+        for w in 0..4 {
+            assert_eq!(b.arrive(256, Some(w)), Ok(None));
+        }
+        for _ in 0..3 {
+            assert_eq!(b.arrive(256, None), Ok(None));
+        }
+        assert_eq!(b.arrive(256, None), Ok(Some(vec![0, 1, 2, 3])));
+        assert_eq!((b.arrived(), b.expected()), (0, 0));
+        // The next instance starts clean.
+        assert_eq!(b.arrive(64, Some(9)), Ok(None));
+        assert_eq!(b.arrive(64, None), Ok(Some(vec![9])));
+    }
+
+    #[test]
+    fn mismatched_thread_counts_are_an_error() {
+        let mut b = NamedBarrier::default();
+        b.arrive(256, Some(0)).unwrap();
+        assert_eq!(
+            b.arrive(128, None),
+            Err(NamedBarrierError::CountMismatch {
+                given: 128,
+                expected: 256
+            })
+        );
+    }
+}

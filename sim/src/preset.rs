@@ -1,0 +1,261 @@
+//! GPU presets: hardware numbers as data. Each preset is a RON file in `sim/presets/`, every
+//! number with its source in a comment, compiled into the binary.
+
+use serde::Deserialize;
+
+/// The built-in presets: (name, RON text).
+const BUILTIN: &[(&str, &str)] = &[("h100-sxm", include_str!("../presets/h100-sxm.ron"))];
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Preset {
+    pub name: String,
+    pub description: String,
+    pub clock: Clock,
+    pub sm: Sm,
+    pub regs: Regs,
+    pub smem: Smem,
+    pub pipes: Pipes,
+    pub tensor: Tensor,
+    pub barriers: Barriers,
+    pub tma: Tma,
+    pub memory: Memory,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Clock {
+    pub boost_mhz: f64,
+    /// Typical SM clock of tensor-heavy kernels under the power cap.
+    pub loaded_mhz: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+pub enum SchedulerPolicy {
+    /// Greedy-then-oldest: keep issuing from the last warp while it can, else the oldest.
+    Gto,
+    /// Loose round-robin: start the search after the last warp that issued.
+    Lrr,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sm {
+    pub count: u32,
+    pub partitions: u32,
+    pub warps_per_partition: u32,
+    pub max_threads: u32,
+    pub max_ctas: u32,
+    pub max_threads_per_cta: u32,
+    pub issue_per_partition: u32,
+    pub scheduler: SchedulerPolicy,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Regs {
+    pub per_sm: u32,
+    pub max_per_thread: u32,
+    pub setmaxnreg_max: u32,
+    pub alloc_unit: u32,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Smem {
+    pub per_sm: u64,
+    pub per_cta: u64,
+    pub banks: u32,
+    pub bank_bytes: u32,
+    pub latency: u64,
+    pub queue_cycles: u64,
+}
+
+impl Smem {
+    /// Bytes the shared-memory port moves per cycle (one wavefront).
+    pub fn bytes_per_cycle(&self) -> u64 {
+        (self.banks * self.bank_bytes) as u64
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pipe {
+    pub lanes: u32,
+    pub latency: u64,
+}
+
+impl Pipe {
+    /// Cycles one warp instruction occupies the pipe.
+    pub fn cycles_per_warp_instr(&self) -> u64 {
+        (32 / self.lanes) as u64
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pipes {
+    pub fma: Pipe,
+    pub alu: Pipe,
+    pub mufu: Pipe,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tensor {
+    pub flops_per_cycle: u64,
+    pub extra_latency: u64,
+    pub has_wgmma: bool,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Barriers {
+    pub named: u32,
+    pub named_latency: u64,
+    pub mbarrier_latency: u64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tma {
+    pub has_tma: bool,
+    pub issue_cycles: u64,
+    pub chunk_bytes: u64,
+    pub extra_latency: u64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Memory {
+    pub latency: u64,
+    pub latency_jitter: u64,
+    pub bytes_per_cycle: u64,
+    pub sector_bytes: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PresetError {
+    #[error("unknown GPU preset `{0}`; built-in presets: {1}")]
+    Unknown(String, String),
+    #[error("preset `{name}`: {message}")]
+    Invalid { name: String, message: String },
+}
+
+impl Preset {
+    pub fn names() -> Vec<&'static str> {
+        BUILTIN.iter().map(|(n, _)| *n).collect()
+    }
+
+    /// Loads a built-in preset by name and checks it.
+    pub fn builtin(name: &str) -> Result<Preset, PresetError> {
+        let (_, text) = BUILTIN
+            .iter()
+            .find(|(n, _)| *n == name)
+            .ok_or_else(|| PresetError::Unknown(name.to_string(), Self::names().join(", ")))?;
+        let p: Preset = ron::from_str(text).map_err(|e| PresetError::Invalid {
+            name: name.to_string(),
+            message: format!("{}:{}: {}", e.span.start.line, e.span.start.col, e.code),
+        })?;
+        p.check()?;
+        Ok(p)
+    }
+
+    /// Rejects impossible combinations, naming the field.
+    pub fn check(&self) -> Result<(), PresetError> {
+        let bad = |message: String| {
+            Err(PresetError::Invalid {
+                name: self.name.clone(),
+                message,
+            })
+        };
+        for (field, pipe) in [
+            ("pipes.fma", &self.pipes.fma),
+            ("pipes.alu", &self.pipes.alu),
+            ("pipes.mufu", &self.pipes.mufu),
+        ] {
+            if pipe.lanes == 0 || 32 % pipe.lanes != 0 {
+                return bad(format!("{field}.lanes = {} must divide 32", pipe.lanes));
+            }
+        }
+        if self.sm.partitions == 0 || self.sm.partitions > 8 {
+            return bad(format!("sm.partitions = {} must be in 1..=8", self.sm.partitions));
+        }
+        if self.sm.warps_per_partition == 0 || self.sm.warps_per_partition > 32 {
+            return bad(format!(
+                "sm.warps_per_partition = {} must be in 1..=32",
+                self.sm.warps_per_partition
+            ));
+        }
+        if self.sm.issue_per_partition != 1 {
+            return bad("sm.issue_per_partition: only 1 is modeled".to_string());
+        }
+        for (field, v) in [
+            ("smem.banks", self.smem.banks as u64),
+            ("smem.bank_bytes", self.smem.bank_bytes as u64),
+            ("tensor.flops_per_cycle", self.tensor.flops_per_cycle),
+            ("tma.issue_cycles", self.tma.issue_cycles),
+            ("tma.chunk_bytes", self.tma.chunk_bytes),
+            ("memory.bytes_per_cycle", self.memory.bytes_per_cycle),
+            ("memory.sector_bytes", self.memory.sector_bytes),
+            ("regs.alloc_unit", self.regs.alloc_unit as u64),
+        ] {
+            if v == 0 {
+                return bad(format!("{field} must be positive"));
+            }
+        }
+        if !(self.clock.loaded_mhz > 0.0 && self.clock.boost_mhz >= self.clock.loaded_mhz) {
+            return bad("clock: need 0 < loaded_mhz <= boost_mhz".to_string());
+        }
+        Ok(())
+    }
+
+    /// The limits static validation checks scenarios against.
+    pub fn limits(&self) -> isa::Limits {
+        isa::Limits {
+            gpu: self.name.clone(),
+            max_regs_per_thread: self.regs.max_per_thread,
+            setmaxnreg_max: self.regs.setmaxnreg_max,
+            regs_per_sm: self.regs.per_sm,
+            reg_alloc_unit: self.regs.alloc_unit,
+            smem_per_cta: self.smem.per_cta,
+            max_threads_per_cta: self.sm.max_threads_per_cta,
+            named_barriers: self.barriers.named,
+            has_tma: self.tma.has_tma,
+            has_wgmma: self.tensor.has_wgmma,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn h100_preset_loads_and_matches_the_datasheet() {
+        let p = Preset::builtin("h100-sxm").unwrap();
+        assert_eq!(p.sm.count, 132);
+        // 132 SMs x 4096 FLOP/clk x 1.83 GHz = 989.4 TFLOP/s dense BF16.
+        let tflops = p.sm.count as f64 * p.tensor.flops_per_cycle as f64 * p.clock.loaded_mhz * 1e6 / 1e12;
+        assert!((tflops - 989.4).abs() < 0.5, "{tflops}");
+        assert_eq!(p.smem.bytes_per_cycle(), 128);
+        assert_eq!(p.pipes.mufu.cycles_per_warp_instr(), 8);
+        assert_eq!(p.sm.partitions * p.sm.warps_per_partition, 64);
+    }
+
+    #[test]
+    fn unknown_preset_lists_the_known_ones() {
+        let e = Preset::builtin("h101").unwrap_err();
+        assert_eq!(e.to_string(), "unknown GPU preset `h101`; built-in presets: h100-sxm");
+    }
+
+    #[test]
+    fn impossible_values_name_the_field() {
+        let mut p = Preset::builtin("h100-sxm").unwrap();
+        p.pipes.mufu.lanes = 3;
+        assert_eq!(
+            p.check().unwrap_err().to_string(),
+            "preset `h100-sxm`: pipes.mufu.lanes = 3 must divide 32"
+        );
+    }
+}

@@ -1,0 +1,70 @@
+//! The register file as a per-CTA pool (PTX `setmaxnreg`): a CTA is allocated its launch
+//! registers; `setmaxnreg.dec` returns a warp's surplus to the pool, `.inc` takes from it and
+//! blocks while the pool is short. Registers are allocated per warp in units of `alloc_unit`.
+
+#[derive(Clone, Debug)]
+pub struct RegPool {
+    free: u32,
+    alloc_unit: u32,
+}
+
+impl RegPool {
+    pub fn new(alloc_unit: u32) -> Self {
+        RegPool { free: 0, alloc_unit }
+    }
+
+    /// Registers one warp holds at `per_thread` registers per thread.
+    pub fn warp_alloc(&self, per_thread: u32) -> u32 {
+        (per_thread * 32).div_ceil(self.alloc_unit) * self.alloc_unit
+    }
+
+    /// Whether [`RegPool::resize`] would succeed now.
+    pub fn can_resize(&self, from: u32, to: u32) -> bool {
+        let (old, new) = (self.warp_alloc(from), self.warp_alloc(to));
+        new <= old || self.free >= new - old
+    }
+
+    /// Moves a warp from `from` to `to` registers per thread; false (and no change) when the pool
+    /// cannot supply an increase yet.
+    pub fn resize(&mut self, from: u32, to: u32) -> bool {
+        if !self.can_resize(from, to) {
+            return false;
+        }
+        let (old, new) = (self.warp_alloc(from), self.warp_alloc(to));
+        self.free = self.free + old - new;
+        true
+    }
+
+    pub fn free(&self) -> u32 {
+        self.free
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn producer_dec_funds_consumer_inc() {
+        // hopper.md 3.4: 384 threads launched at 168; producer 168 -> 40 frees 4 warps x 128 x 32
+        // = 16,384; two consumer warpgroups 168 -> 232 need exactly that.
+        let mut pool = RegPool::new(256);
+        assert!(!pool.resize(168, 232)); // nothing freed yet: blocks
+        for _ in 0..4 {
+            assert!(pool.resize(168, 40));
+        }
+        assert_eq!(pool.free(), 16384);
+        for _ in 0..8 {
+            assert!(pool.resize(168, 232));
+        }
+        assert_eq!(pool.free(), 0);
+        assert!(!pool.resize(232, 240));
+    }
+
+    #[test]
+    fn allocation_rounds_up_per_warp() {
+        let pool = RegPool::new(256);
+        assert_eq!(pool.warp_alloc(168), 5376);
+        assert_eq!(pool.warp_alloc(1), 256);
+    }
+}

@@ -1,0 +1,76 @@
+//! Shared-memory banks: how many wavefronts (port cycles) one warp access takes.
+//!
+//! Rule (CUDA C++ Programming Guide, "Shared Memory"): 32 banks of 4 bytes, consecutive words in
+//! consecutive banks. A request is served in wavefronts; in each, a bank delivers one distinct
+//! word, and any number of lanes reading the same word share it (broadcast). Accesses wider
+//! than 4 bytes are split so each phase moves at most one port width (128 B): 8-byte accesses in
+//! two half-warp phases, 16-byte accesses in four quarter-warp phases. The wavefronts of a phase
+//! are the largest number of distinct words any one bank must deliver.
+
+/// Wavefronts for one warp access: `addrs` are the lanes' byte addresses, `width` the bytes each
+/// lane moves (1, 2, 4, 8 or 16).
+pub fn wavefronts(addrs: &[u64], width: u32, banks: u32, bank_bytes: u32) -> u32 {
+    let port = (banks * bank_bytes) as usize;
+    let lanes_per_phase = (port / width.max(bank_bytes) as usize).clamp(1, addrs.len().max(1));
+    let mut total = 0;
+    for phase in addrs.chunks(lanes_per_phase) {
+        // Distinct words touched in this phase, then the busiest bank's count of them.
+        let mut words: Vec<u64> = phase
+            .iter()
+            .flat_map(|&a| {
+                let first = a / bank_bytes as u64;
+                let last = (a + width as u64 - 1) / bank_bytes as u64;
+                first..=last
+            })
+            .collect();
+        words.sort_unstable();
+        words.dedup();
+        let mut per_bank = vec![0u32; banks as usize];
+        for w in words {
+            per_bank[(w % banks as u64) as usize] += 1;
+        }
+        total += per_bank.into_iter().max().unwrap_or(0).max(1);
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lanes(f: impl Fn(u64) -> u64) -> Vec<u64> {
+        (0..32).map(f).collect()
+    }
+
+    #[test]
+    fn stride_one_word_is_one_wavefront() {
+        assert_eq!(wavefronts(&lanes(|l| l * 4), 4, 32, 4), 1);
+    }
+
+    #[test]
+    fn stride_of_32_words_is_32_wavefronts() {
+        assert_eq!(wavefronts(&lanes(|l| l * 128), 4, 32, 4), 32);
+    }
+
+    #[test]
+    fn all_lanes_on_one_word_is_a_broadcast() {
+        assert_eq!(wavefronts(&lanes(|_| 64), 4, 32, 4), 1);
+    }
+
+    #[test]
+    fn n_way_conflicts_follow_the_stride() {
+        // Stride of s words hits gcd(s, 32)-way conflicts.
+        for (stride, expect) in [(2, 2), (4, 4), (8, 8), (16, 16), (3, 1), (33, 1)] {
+            assert_eq!(wavefronts(&lanes(|l| l * 4 * stride), 4, 32, 4), expect, "stride {stride}");
+        }
+    }
+
+    #[test]
+    fn wide_accesses_take_one_wavefront_per_128_bytes() {
+        // 32 lanes x 16 B contiguous = 512 B = 4 wavefronts; 8 B = 2.
+        assert_eq!(wavefronts(&lanes(|l| l * 16), 16, 32, 4), 4);
+        assert_eq!(wavefronts(&lanes(|l| l * 8), 8, 32, 4), 2);
+        // 16 B per lane with a 256 B stride: every quarter-warp hits the same 4 banks 8 times.
+        assert_eq!(wavefronts(&lanes(|l| l * 256), 16, 32, 4), 32);
+    }
+}
