@@ -42,8 +42,11 @@ pub fn compile(
     file: &str,
     source: &str,
 ) -> Result<program::Kernel, Diagnostic> {
-    let mut params: BTreeMap<String, i64> =
-        scenario.params.iter().map(|(k, v)| (k.clone(), v.0)).collect();
+    let mut params: BTreeMap<String, i64> = scenario
+        .params
+        .iter()
+        .map(|(k, v)| (k.clone(), v.0))
+        .collect();
     for (key, value) in overrides {
         match params.get_mut(key) {
             Some(v) => *v = *value,
@@ -183,7 +186,10 @@ impl<'a> Compiler<'a> {
             self.err(
                 Some(e.id),
                 path,
-                format!("{what} `{}` cannot be evaluated (division by zero or overflow)", e.text),
+                format!(
+                    "{what} `{}` cannot be evaluated (division by zero or overflow)",
+                    e.text
+                ),
             )
         })
     }
@@ -283,14 +289,19 @@ impl<'a> Compiler<'a> {
         }
 
         if k.roles.is_empty() {
-            return Err(Diagnostic::new(self.file, "the kernel has no roles").in_path("kernel.roles"));
+            return Err(
+                Diagnostic::new(self.file, "the kernel has no roles").in_path("kernel.roles")
+            );
         }
         let mut roles = Vec::new();
         for (i, r) in k.roles.iter().enumerate() {
             let path = format!("kernel.roles[{i}] `{}`", r.name);
             if k.roles[..i].iter().any(|o| o.name == r.name) {
-                return Err(Diagnostic::new(self.file, format!("two roles are named `{}`", r.name))
-                    .in_path(path));
+                return Err(Diagnostic::new(
+                    self.file,
+                    format!("two roles are named `{}`", r.name),
+                )
+                .in_path(path));
             }
             let warpgroups = self.in_range(&r.warpgroups, &path, "warpgroups", 1, 16)? as u32;
             let regs = self.constant(&r.regs, &path, "registers per thread")?;
@@ -424,7 +435,10 @@ impl<'a> Compiler<'a> {
             .in_path(path));
         }
         dims.iter()
-            .map(|d| self.in_range(d, path, "dimension", 1, 1 << 40).map(|v| v as u64))
+            .map(|d| {
+                self.in_range(d, path, "dimension", 1, 1 << 40)
+                    .map(|v| v as u64)
+            })
             .collect()
     }
 
@@ -450,7 +464,12 @@ impl<'a> Compiler<'a> {
                     index,
                 })
             }
-            None => Err(self.unknown_ref(r, path, "mbarrier", self.mbarriers.iter().map(|m| m.name.as_str()))),
+            None => Err(self.unknown_ref(
+                r,
+                path,
+                "mbarrier",
+                self.mbarriers.iter().map(|m| m.name.as_str()),
+            )),
         }
     }
 
@@ -458,9 +477,17 @@ impl<'a> Compiler<'a> {
         match self.buffers.iter().position(|b| b.name == r.parsed.name) {
             Some(i) => {
                 let slot = self.index(r, self.buffers[i].slots, path)?;
-                Ok(SlotRef { buf: i as u16, slot })
+                Ok(SlotRef {
+                    buf: i as u16,
+                    slot,
+                })
             }
-            None => Err(self.unknown_ref(r, path, "shared-memory buffer", self.buffers.iter().map(|b| b.name.as_str()))),
+            None => Err(self.unknown_ref(
+                r,
+                path,
+                "shared-memory buffer",
+                self.buffers.iter().map(|b| b.name.as_str()),
+            )),
         }
     }
 
@@ -476,7 +503,10 @@ impl<'a> Compiler<'a> {
                 return Err(self.err(
                     Some(r.id),
                     path,
-                    format!("index {v} of `{}` is out of range: it has {len} elements", r.parsed.name),
+                    format!(
+                        "index {v} of `{}` is out of range: it has {len} elements",
+                        r.parsed.name
+                    ),
                 ));
             }
         }
@@ -526,7 +556,10 @@ impl<'a> Compiler<'a> {
         if ok {
             Ok(())
         } else {
-            Err(Diagnostic::new(self.file, format!("{} has no {what}", self.limits.gpu)).in_path(path))
+            Err(
+                Diagnostic::new(self.file, format!("{} has no {what}", self.limits.gpu))
+                    .in_path(path),
+            )
         }
     }
 
@@ -542,7 +575,12 @@ impl<'a> Compiler<'a> {
         Ok(w as u32)
     }
 
-    fn named_barrier(&self, id: &Expr, threads: &Expr, path: &str) -> Result<(Code, u32), Diagnostic> {
+    fn named_barrier(
+        &self,
+        id: &Expr,
+        threads: &Expr,
+        path: &str,
+    ) -> Result<(Code, u32), Diagnostic> {
         let code = self.code(id, Names::Program, path)?;
         let n = self.limits.named_barriers as i64;
         if let Some(v) = code.as_const() {
@@ -554,7 +592,13 @@ impl<'a> Compiler<'a> {
                 ));
             }
         }
-        let t = self.in_range(threads, path, "thread count", 32, self.limits.max_threads_per_cta as i64)?;
+        let t = self.in_range(
+            threads,
+            path,
+            "thread count",
+            32,
+            self.limits.max_threads_per_cta as i64,
+        )?;
         if t % 32 != 0 {
             return Err(self.err(
                 Some(threads.id),
@@ -578,7 +622,10 @@ impl<'a> Compiler<'a> {
             )
             .in_path(path));
         }
-        coords.iter().map(|c| self.code(c, Names::Program, path)).collect()
+        coords
+            .iter()
+            .map(|c| self.code(c, Names::Program, path))
+            .collect()
     }
 
     fn tma_box(&self, tensor: u16, slot: &SlotRef, path: &str) -> Result<u64, Diagnostic> {
@@ -600,14 +647,20 @@ impl<'a> Compiler<'a> {
         if let Some(d) = b.shape.iter().find(|&&d| d > 256) {
             return Err(Diagnostic::new(
                 self.file,
-                format!("TMA box dimension {d} of buffer `{}` exceeds 256 elements", b.name),
+                format!(
+                    "TMA box dimension {d} of buffer `{}` exceeds 256 elements",
+                    b.name
+                ),
             )
             .in_path(path));
         }
         if t.dtype != b.dtype {
             return Err(Diagnostic::new(
                 self.file,
-                format!("tensor `{}` is {:?} but buffer `{}` is {:?}", t.name, t.dtype, b.name, b.dtype),
+                format!(
+                    "tensor `{}` is {:?} but buffer `{}` is {:?}",
+                    t.name, t.dtype, b.name, b.dtype
+                ),
             )
             .in_path(path));
         }
@@ -617,15 +670,13 @@ impl<'a> Compiler<'a> {
     fn instr(&mut self, ins: &Instr, path: &str) -> Result<(), Diagnostic> {
         let inst = match ins {
             Instr::Loop { var, count, body } => return self.loop_(var, count, body, path),
-            Instr::If { cond, then, otherwise } => {
+            Instr::If {
+                cond,
+                then,
+                otherwise,
+            } => {
                 let cond = self.code(cond, Names::Program, path)?;
-                let branch = self.emit(
-                    Op::BranchIfZero {
-                        cond,
-                        target: 0,
-                    },
-                    path.to_string(),
-                );
+                let branch = self.emit(Op::BranchIfZero { cond, target: 0 }, path.to_string());
                 self.block(then, &format!("{path}.then"))?;
                 let jump = (!otherwise.is_empty())
                     .then(|| self.emit(Op::Jump { target: 0 }, path.to_string()));
@@ -642,22 +693,42 @@ impl<'a> Compiler<'a> {
                 }
                 return Ok(());
             }
-            Instr::TmaLoad { tensor, coords, dst, bar } => {
+            Instr::TmaLoad {
+                tensor,
+                coords,
+                dst,
+                bar,
+            } => {
                 self.require(self.limits.has_tma, path, "TMA unit (use cp.async)")?;
                 let tensor = self.tensor(tensor, path)?;
                 let coords = self.coords(tensor, coords, path)?;
                 let dst = self.slot(dst, path)?;
                 let bytes = self.tma_box(tensor, &dst, path)?;
                 let bar = self.bar(bar, path)?;
-                Inst::TmaLoad { tensor, coords, dst, bar, bytes }
+                Inst::TmaLoad {
+                    tensor,
+                    coords,
+                    dst,
+                    bar,
+                    bytes,
+                }
             }
-            Instr::TmaStore { tensor, coords, src } => {
+            Instr::TmaStore {
+                tensor,
+                coords,
+                src,
+            } => {
                 self.require(self.limits.has_tma, path, "TMA unit")?;
                 let tensor = self.tensor(tensor, path)?;
                 let coords = self.coords(tensor, coords, path)?;
                 let src = self.slot(src, path)?;
                 let bytes = self.tma_box(tensor, &src, path)?;
-                Inst::TmaStore { tensor, coords, src, bytes }
+                Inst::TmaStore {
+                    tensor,
+                    coords,
+                    src,
+                    bytes,
+                }
             }
             Instr::TmaStoreCommit => Inst::TmaStoreCommit,
             Instr::TmaStoreWait(n) => Inst::TmaStoreWait {
@@ -679,7 +750,13 @@ impl<'a> Compiler<'a> {
                 bar: self.bar(bar, path)?,
                 parity: self.code(parity, Names::Program, path)?,
             },
-            Instr::Wgmma { n, ksteps, a, b, acc: _ } => {
+            Instr::Wgmma {
+                n,
+                ksteps,
+                a,
+                b,
+                acc: _,
+            } => {
                 self.require(self.limits.has_wgmma, path, "wgmma (use mma)")?;
                 let nv = self.constant(n, path, "wgmma N")?;
                 if nv % 8 != 0 || !(8..=WGMMA_N_MAX).contains(&nv) {
@@ -695,7 +772,12 @@ impl<'a> Compiler<'a> {
                     AOperand::Smem(r) => Some(self.operand(r, path, 64 * 16 * ks as u64, "A")?),
                 };
                 let b = self.operand(b, path, nv as u64 * 16 * ks as u64, "B")?;
-                Inst::Wgmma { n: nv as u32, ksteps: ks, a, b }
+                Inst::Wgmma {
+                    n: nv as u32,
+                    ksteps: ks,
+                    a,
+                    b,
+                }
             }
             Instr::WgmmaFence => Inst::WgmmaFence,
             Instr::WgmmaCommit => Inst::WgmmaCommit,
@@ -717,7 +799,9 @@ impl<'a> Compiler<'a> {
                     return Err(self.err(
                         Some(regs.id),
                         path,
-                        format!("setmaxnreg count {v} is not a multiple of 8 (expected 24..={max})"),
+                        format!(
+                            "setmaxnreg count {v} is not a multiple of 8 (expected 24..={max})"
+                        ),
                     ));
                 }
                 Inst::SetMaxNReg {
@@ -736,14 +820,21 @@ impl<'a> Compiler<'a> {
                     width: self.width(width, path)?,
                 }
             }
-            Instr::LdGlobal { tensor, addr, width } | Instr::StGlobal { tensor, addr, width } => {
-                Inst::Global {
-                    store: matches!(ins, Instr::StGlobal { .. }),
-                    tensor: self.tensor(tensor, path)?,
-                    addr: self.code(addr, Names::Lanes, path)?,
-                    width: self.width(width, path)?,
-                }
+            Instr::LdGlobal {
+                tensor,
+                addr,
+                width,
             }
+            | Instr::StGlobal {
+                tensor,
+                addr,
+                width,
+            } => Inst::Global {
+                store: matches!(ins, Instr::StGlobal { .. }),
+                tensor: self.tensor(tensor, path)?,
+                addr: self.code(addr, Names::Lanes, path)?,
+                width: self.width(width, path)?,
+            },
         };
         self.emit(Op::Issue(inst), path.to_string());
         Ok(())
@@ -774,7 +865,13 @@ impl<'a> Compiler<'a> {
         Ok(s)
     }
 
-    fn loop_(&mut self, var: &str, count: &Expr, body: &[Instr], path: &str) -> Result<(), Diagnostic> {
+    fn loop_(
+        &mut self,
+        var: &str,
+        count: &Expr,
+        body: &[Instr],
+        path: &str,
+    ) -> Result<(), Diagnostic> {
         let count = self.code(count, Names::Program, path)?;
         if self.params.contains_key(var)
             || slot::BUILTINS.iter().any(|(b, _)| *b == var)
@@ -787,8 +884,11 @@ impl<'a> Compiler<'a> {
             .in_path(path));
         }
         if crate::expr::parse(var) != Ok(Ast::Name(var.to_string())) {
-            return Err(Diagnostic::new(self.file, format!("`{var}` is not a valid variable name"))
-                .in_path(path));
+            return Err(Diagnostic::new(
+                self.file,
+                format!("`{var}` is not a valid variable name"),
+            )
+            .in_path(path));
         }
         let var_slot = self.next_slot;
         let count_slot = self.next_slot + 1;
@@ -833,9 +933,9 @@ fn sets_regs_to(program: &[Instr], regs: i64, params: &BTreeMap<String, i64>) ->
                 == Some(regs)
         }
         Instr::Loop { body, .. } => sets_regs_to(body, regs, params),
-        Instr::If { then, otherwise, .. } => {
-            sets_regs_to(then, regs, params) || sets_regs_to(otherwise, regs, params)
-        }
+        Instr::If {
+            then, otherwise, ..
+        } => sets_regs_to(then, regs, params) || sets_regs_to(otherwise, regs, params),
         _ => false,
     })
 }
@@ -864,7 +964,11 @@ fn edit_distance(a: &str, b: &str) -> usize {
     for (i, ca) in a.chars().enumerate() {
         let mut cur = vec![i + 1];
         for (j, cb) in b.iter().enumerate() {
-            cur.push((prev[j] + (ca != *cb) as usize).min(prev[j + 1] + 1).min(cur[j] + 1));
+            cur.push(
+                (prev[j] + (ca != *cb) as usize)
+                    .min(prev[j + 1] + 1)
+                    .min(cur[j] + 1),
+            );
         }
         prev = cur;
     }
@@ -930,27 +1034,46 @@ mod tests {
         assert!(matches!(role.code[5], Op::LoopEnd { body: 1, .. }));
         assert_eq!(k.buffers[1].base, 4 * 64 * 64 * 2);
         assert_eq!(k.smem_bytes, 4 * (8192 + 16384) + 4 * 8);
-        assert_eq!(role.paths[2], "role `consumer`: program[0] loop(j).body[1] wgmma");
+        assert_eq!(
+            role.paths[2],
+            "role `consumer`: program[0] loop(j).body[1] wgmma"
+        );
     }
 
     #[test]
     fn unknown_name_points_at_the_expression() {
         let src = BASE.replace("(j / stages) & 1", "(j / stagess) & 1");
         let e = try_compile(&src, &[]).unwrap_err();
-        assert!(e.message.starts_with("unknown name `stagess` in expression `(j / stagess) & 1` (did you mean `stages`?)"), "{}", e.message);
+        assert!(
+            e.message.starts_with(
+                "unknown name `stagess` in expression `(j / stagess) & 1` (did you mean `stages`?)"
+            ),
+            "{}",
+            e.message
+        );
         assert_eq!(e.pos.unwrap().0, 16);
-        assert!(e.path.unwrap().contains("program[0] loop(j).body[0] mbarrier.wait"));
+        assert!(e
+            .path
+            .unwrap()
+            .contains("program[0] loop(j).body[0] mbarrier.wait"));
     }
 
     #[test]
     fn wgmma_shape_is_checked() {
         let e = try_compile(BASE, &[("n", 260)]).unwrap_err();
-        assert_eq!(e.message, "wgmma N is 260; expected a multiple of 8 in 8..=256 (m64nNk16)");
+        assert_eq!(
+            e.message,
+            "wgmma N is 260; expected a multiple of 8 in 8..=256 (m64nNk16)"
+        );
         assert_eq!(e.pos.unwrap().0, 17);
         let e = try_compile(BASE, &[("n", 100)]).unwrap_err();
         assert!(e.message.contains("N is 100"));
-        let e = try_compile(&BASE.replace("shape: [64, 128])", "shape: [16, 128])"), &[]).unwrap_err();
-        assert_eq!(e.message, "wgmma operand B needs 16384 bytes but a slot of `sB` holds 4096");
+        let e =
+            try_compile(&BASE.replace("shape: [64, 128])", "shape: [16, 128])"), &[]).unwrap_err();
+        assert_eq!(
+            e.message,
+            "wgmma operand B needs 16384 bytes but a slot of `sB` holds 4096"
+        );
     }
 
     #[test]
@@ -964,13 +1087,22 @@ mod tests {
         assert_eq!(e.pos.unwrap().0, 14);
         let src = BASE.replace("regs: 168", "regs: 232");
         let e = try_compile(&src, &[]).unwrap_err();
-        assert!(e.message.contains("must reach 232 with SetMaxNReg"), "{}", e.message);
+        assert!(
+            e.message.contains("must reach 232 with SetMaxNReg"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
     fn smem_limit_and_overrides() {
         let e = try_compile(BASE, &[("stages", 12)]).unwrap_err();
-        assert!(e.message.starts_with("the CTA needs 295008 bytes of shared memory"), "{}", e.message);
+        assert!(
+            e.message
+                .starts_with("the CTA needs 295008 bytes of shared memory"),
+            "{}",
+            e.message
+        );
         let e = try_compile(BASE, &[("stage", 2)]).unwrap_err();
         assert_eq!(
             e.message,
@@ -981,18 +1113,35 @@ mod tests {
     #[test]
     fn references_are_checked() {
         let e = try_compile(&BASE.replace("full[j % stages]", "ful[j]"), &[]).unwrap_err();
-        assert_eq!(e.message, "no mbarrier named `ful` (did you mean `full`?); declared: full");
+        assert_eq!(
+            e.message,
+            "no mbarrier named `ful` (did you mean `full`?); declared: full"
+        );
         let e = try_compile(&BASE.replace("full[j % stages]", "full[4]"), &[]).unwrap_err();
-        assert_eq!(e.message, "index 4 of `full` is out of range: it has 4 elements");
-        let e = try_compile(&BASE.replace("Smem(\"sA[j % stages]\")", "Smem(\"full\")"), &[]).unwrap_err();
-        assert!(e.message.starts_with("no shared-memory buffer named `full`"));
+        assert_eq!(
+            e.message,
+            "index 4 of `full` is out of range: it has 4 elements"
+        );
+        let e = try_compile(
+            &BASE.replace("Smem(\"sA[j % stages]\")", "Smem(\"full\")"),
+            &[],
+        )
+        .unwrap_err();
+        assert!(e
+            .message
+            .starts_with("no shared-memory buffer named `full`"));
     }
 
     #[test]
     fn lane_only_in_addresses() {
         let e = try_compile(&BASE.replace("WgmmaWait(0)", "WgmmaWait(\"lane\")"), &[]).unwrap_err();
-        assert!(e.message.contains("`lane` is only defined in per-lane address expressions"));
-        let ok = BASE.replace("WgmmaWait(0),", "WgmmaWait(0), LdShared(buf: \"sA[0]\", addr: \"lane * 4\"),");
+        assert!(e
+            .message
+            .contains("`lane` is only defined in per-lane address expressions"));
+        let ok = BASE.replace(
+            "WgmmaWait(0),",
+            "WgmmaWait(0), LdShared(buf: \"sA[0]\", addr: \"lane * 4\"),",
+        );
         try_compile(&ok, &[]).unwrap();
     }
 

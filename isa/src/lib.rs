@@ -21,10 +21,15 @@ pub use scenario::Scenario;
 /// Message of the deliberate error used to find a node's position (see [`locate`]).
 pub(crate) const LOCATE_MARK: &str = "\u{0}locate";
 
+/// RON options for scenarios: optional fields are written without `Some(...)`.
+fn ron_options() -> ron::Options {
+    ron::Options::default().with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME)
+}
+
 /// Reads a scenario from RON text. `file` names the source in diagnostics.
 pub fn parse(file: &str, source: &str) -> Result<Scenario, Diagnostic> {
     scenario::reset_ids(None);
-    ron::from_str::<Scenario>(source).map_err(|e| {
+    ron_options().from_str::<Scenario>(source).map_err(|e| {
         Diagnostic::new(file, e.code.to_string()).at(source, e.span.start.line, e.span.start.col)
     })
 }
@@ -33,7 +38,7 @@ pub fn parse(file: &str, source: &str) -> Result<Scenario, Diagnostic> {
 /// found by reading the document again and stopping at that node.
 pub fn locate(source: &str, id: u32) -> Option<(usize, usize)> {
     scenario::reset_ids(Some(id));
-    let result = ron::from_str::<Scenario>(source);
+    let result = ron_options().from_str::<Scenario>(source);
     scenario::reset_ids(None);
     match result {
         Err(e) if e.code.to_string().contains(LOCATE_MARK) => {

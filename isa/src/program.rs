@@ -128,8 +128,13 @@ pub enum Op {
         body: u32,
     },
     /// Jumps to `target` when `cond` is zero.
-    BranchIfZero { cond: Code, target: u32 },
-    Jump { target: u32 },
+    BranchIfZero {
+        cond: Code,
+        target: u32,
+    },
+    Jump {
+        target: u32,
+    },
     Issue(Inst),
 }
 
@@ -243,11 +248,4 @@ pub enum Inst {
         addr: Code,
         width: u32,
     },
-}
-
-impl Inst {
-    /// Warp-instructions (issue slots) this instruction takes, when known without running it.
-    pub fn is_macro(&self) -> bool {
-        matches!(self, Inst::Compute { .. } | Inst::Wgmma { .. })
-    }
 }

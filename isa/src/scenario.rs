@@ -293,11 +293,20 @@ pub enum Instr {
         elect: bool,
     },
     /// One elected thread: expect-tx(`bytes`) then arrive (1 arrival).
-    ArriveExpectTx { bar: Ref, bytes: Expr },
+    ArriveExpectTx {
+        bar: Ref,
+        bytes: Expr,
+    },
     /// expect-tx(`bytes`) without arriving.
-    ExpectTx { bar: Ref, bytes: Expr },
+    ExpectTx {
+        bar: Ref,
+        bytes: Expr,
+    },
     /// mbarrier try_wait.parity loop: passes once the phase with parity `parity` has completed.
-    Wait { bar: Ref, parity: Expr },
+    Wait {
+        bar: Ref,
+        parity: Expr,
+    },
     /// Warpgroup MMA m64 nN k16, repeated `ksteps` times (one HGMMA per step), fp32 accumulators.
     Wgmma {
         n: Expr,
@@ -314,11 +323,20 @@ pub enum Instr {
     /// Waits until at most `n` of the warpgroup's wgmma groups are pending.
     WgmmaWait(Expr),
     /// Named barrier: arrive with this warp's 32 threads and wait until `threads` have arrived.
-    BarSync { id: Expr, threads: Expr },
+    BarSync {
+        id: Expr,
+        threads: Expr,
+    },
     /// Named barrier: arrive with this warp's 32 threads without waiting.
-    BarArrive { id: Expr, threads: Expr },
+    BarArrive {
+        id: Expr,
+        threads: Expr,
+    },
     /// Changes this warp's per-thread register ceiling.
-    SetMaxNReg { action: RegAction, regs: Expr },
+    SetMaxNReg {
+        action: RegAction,
+        regs: Expr,
+    },
     /// Integer ALU work: this many instructions per thread.
     Alu(Expr),
     /// FP32 FMA/FADD/FMUL work: this many instructions per thread.

@@ -29,7 +29,10 @@ pub fn occupancy(k: &Kernel, p: &Preset) -> Occupancy {
     let regs = per_warp * warps;
     let limits = vec![
         ("threads", p.sm.max_threads / threads.max(1)),
-        ("warps", p.sm.partitions * p.sm.warps_per_partition / warps.max(1)),
+        (
+            "warps",
+            p.sm.partitions * p.sm.warps_per_partition / warps.max(1),
+        ),
         ("regs", p.regs.per_sm / regs.max(1)),
         ("smem", (p.smem.per_sm / k.smem_bytes.max(1)) as u32),
         ("ctas", p.sm.max_ctas),

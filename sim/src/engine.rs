@@ -275,7 +275,10 @@ impl<'a> Engine<'a> {
             // Static validation keeps per-CTA needs within the preset's SM, so this is a bug guard.
             return Err(SimError::Deadlock {
                 cycle: 0,
-                blocked: vec![format!("no CTA fits on an SM (limit: {})", self.occ.limiter())],
+                blocked: vec![format!(
+                    "no CTA fits on an SM (limit: {})",
+                    self.occ.limiter()
+                )],
             });
         }
         self.launch_ctas();
@@ -363,7 +366,9 @@ impl<'a> Engine<'a> {
         let role = &self.k.roles[w.role as usize];
         format!(
             "{}{}.w{}",
-            role.name, w.env[slot::WG as usize], w.env[slot::WARP as usize]
+            role.name,
+            w.env[slot::WG as usize],
+            w.env[slot::WARP as usize]
         )
     }
 
@@ -456,7 +461,11 @@ impl<'a> Engine<'a> {
     fn retire_warp(&mut self, w: u32) {
         let warp = &mut self.warps[w as usize];
         warp.acct.exit(self.now);
-        let (p, s, cta) = (warp.partition as usize, warp.slot as usize, warp.cta as usize);
+        let (p, s, cta) = (
+            warp.partition as usize,
+            warp.slot as usize,
+            warp.cta as usize,
+        );
         self.parts[p].slots[s] = None;
         self.parts[p].eligible &= !(1 << s);
         self.parts[p].check &= !(1 << s);
@@ -514,7 +523,14 @@ impl<'a> Engine<'a> {
                 let (_, end) = self.port.book(self.now, cycles);
                 self.book_horizon(end);
                 if let Some(total) = complete {
-                    self.q.push(end, Event::TxComplete { cta, bar, bytes: total });
+                    self.q.push(
+                        end,
+                        Event::TxComplete {
+                            cta,
+                            bar,
+                            bytes: total,
+                        },
+                    );
                 }
             }
             Event::TxComplete { cta, bar, bytes } => {
@@ -527,9 +543,9 @@ impl<'a> Engine<'a> {
 
     fn start_tensor(&mut self) {
         let bpc = self.p.smem.bytes_per_cycle();
-        if let Some(end) = self
-            .tensor
-            .start_next(self.now, self.p.tensor.flops_per_cycle, &mut self.port, bpc)
+        if let Some(end) =
+            self.tensor
+                .start_next(self.now, self.p.tensor.flops_per_cycle, &mut self.port, bpc)
         {
             self.book_horizon(end);
             self.q.push(end, Event::TensorDone);
@@ -696,7 +712,14 @@ impl<'a> Engine<'a> {
     }
 
     /// The 32 lanes' addresses of a per-lane expression.
-    fn lane_addrs(&mut self, w: u32, addr: &Code, base: u64, limit: u64, what: &str) -> Result<Vec<u64>, String> {
+    fn lane_addrs(
+        &mut self,
+        w: u32,
+        addr: &Code,
+        base: u64,
+        limit: u64,
+        what: &str,
+    ) -> Result<Vec<u64>, String> {
         let mut out = Vec::with_capacity(WARP_SIZE as usize);
         for lane in 0..WARP_SIZE as i64 {
             self.warps[w as usize].env[slot::LANE as usize] = lane;
@@ -732,13 +755,24 @@ impl<'a> Engine<'a> {
             }
             let warp = &mut self.warps[w as usize];
             match op {
-                Op::LoopStart { var, count_slot, count, exit } => {
-                    let n = count.eval(&warp.env).map_err(|e| format!("loop count: {e}"))?;
+                Op::LoopStart {
+                    var,
+                    count_slot,
+                    count,
+                    exit,
+                } => {
+                    let n = count
+                        .eval(&warp.env)
+                        .map_err(|e| format!("loop count: {e}"))?;
                     warp.env[*var as usize] = 0;
                     warp.env[*count_slot as usize] = n;
                     warp.pc = if n > 0 { pc as u32 + 1 } else { *exit };
                 }
-                Op::LoopEnd { var, count_slot, body } => {
+                Op::LoopEnd {
+                    var,
+                    count_slot,
+                    body,
+                } => {
                     warp.env[*var as usize] += 1;
                     warp.pc = if warp.env[*var as usize] < warp.env[*count_slot as usize] {
                         *body
@@ -747,7 +781,9 @@ impl<'a> Engine<'a> {
                     };
                 }
                 Op::BranchIfZero { cond, target } => {
-                    let c = cond.eval(&warp.env).map_err(|e| format!("condition: {e}"))?;
+                    let c = cond
+                        .eval(&warp.env)
+                        .map_err(|e| format!("condition: {e}"))?;
                     warp.pc = if c == 0 { *target } else { pc as u32 + 1 };
                 }
                 Op::Jump { target } => warp.pc = *target,
@@ -764,14 +800,16 @@ impl<'a> Engine<'a> {
     fn can_issue(&mut self, w: u32, inst: &Inst) -> Result<Option<Outcome>, String> {
         let now = self.now;
         let warp = &self.warps[w as usize];
-        let scoreboard = (warp.reg_ready > now).then_some(Outcome::StallUntil(warp.reg_kind, warp.reg_ready));
+        let scoreboard =
+            (warp.reg_ready > now).then_some(Outcome::StallUntil(warp.reg_kind, warp.reg_ready));
         let starting = warp.progress == 0;
         let outcome = match inst {
             Inst::Compute { pipe, count } => {
                 if starting && self.eval(w, count)? <= 0 {
                     return Ok(None);
                 }
-                let pipe_free = self.parts[warp.partition as usize].pipes[pipe_index(*pipe)].next_free();
+                let pipe_free =
+                    self.parts[warp.partition as usize].pipes[pipe_index(*pipe)].next_free();
                 match scoreboard {
                     Some(stall) if starting => stall,
                     _ if pipe_free > now => Outcome::StallUntil(State::MathPipeThrottle, pipe_free),
@@ -952,7 +990,9 @@ impl<'a> Engine<'a> {
                 let cta = self.warps[w as usize].cta as usize;
                 self.ctas[cta].mbars[b as usize].expect_tx(bytes);
             }
-            Inst::TmaLoad { dst, bar, bytes, .. } => {
+            Inst::TmaLoad {
+                dst, bar, bytes, ..
+            } => {
                 self.slot_base(w, dst)?;
                 let b = self.bar_index(w, bar)?;
                 let cta = self.warps[w as usize].cta;
@@ -962,10 +1002,20 @@ impl<'a> Engine<'a> {
                 let mut last = start;
                 for i in 0..chunks {
                     let size = chunk.min(bytes - i * chunk);
-                    let arrive = self.memory.request(start, size, self.p.tma.extra_latency, &mut self.rng);
+                    let arrive =
+                        self.memory
+                            .request(start, size, self.p.tma.extra_latency, &mut self.rng);
                     last = last.max(arrive);
                     let complete = (i + 1 == chunks).then_some(*bytes);
-                    self.q.push(arrive, Event::TmaChunk { cta, bar: b, bytes: size, complete });
+                    self.q.push(
+                        arrive,
+                        Event::TmaChunk {
+                            cta,
+                            bar: b,
+                            bytes: size,
+                            complete,
+                        },
+                    );
                 }
                 self.book_horizon(last);
                 // Cycles with at least one load in flight (loads are issued in time order).
@@ -975,8 +1025,12 @@ impl<'a> Engine<'a> {
             Inst::TmaStore { src, bytes, .. } => {
                 self.slot_base(w, src)?;
                 let (start, _) = self.tma_issue.book(now, self.p.tma.issue_cycles);
-                let (_, read_end) = self.port.book(start, bytes.div_ceil(self.p.smem.bytes_per_cycle()));
-                let done = self.memory.request(read_end, *bytes, self.p.tma.extra_latency, &mut self.rng);
+                let (_, read_end) = self
+                    .port
+                    .book(start, bytes.div_ceil(self.p.smem.bytes_per_cycle()));
+                let done =
+                    self.memory
+                        .request(read_end, *bytes, self.p.tma.extra_latency, &mut self.rng);
                 self.book_horizon(done);
                 let warp = &mut self.warps[w as usize];
                 warp.store_pending = warp.store_pending.max(done);
@@ -1015,11 +1069,17 @@ impl<'a> Engine<'a> {
                     }
                 }
             }
-            Inst::Shared { store, slot: s, addr, width } => {
+            Inst::Shared {
+                store,
+                slot: s,
+                addr,
+                width,
+            } => {
                 let base = self.slot_base(w, s)?;
                 let limit = self.k.buffers[s.buf as usize].slot_bytes;
                 let addrs = self.lane_addrs(w, addr, base, limit, "the slot")?;
-                let wf = smem::wavefronts(&addrs, *width, self.p.smem.banks, self.p.smem.bank_bytes);
+                let wf =
+                    smem::wavefronts(&addrs, *width, self.p.smem.banks, self.p.smem.bank_bytes);
                 let (_, end) = self.port.book(now, wf as u64);
                 self.book_horizon(end);
                 if !*store {
@@ -1028,7 +1088,12 @@ impl<'a> Engine<'a> {
                     warp.reg_kind = State::ShortScoreboard;
                 }
             }
-            Inst::Global { store, tensor, addr, width } => {
+            Inst::Global {
+                store,
+                tensor,
+                addr,
+                width,
+            } => {
                 let t = &self.k.tensors[*tensor as usize];
                 let base = self.tensor_base[*tensor as usize];
                 let addrs = self.lane_addrs(w, addr, base, t.bytes, "the tensor")?;

@@ -8,7 +8,11 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 #[derive(Parser)]
-#[command(name = "sim", version, about = "Cycle-level simulator of NVIDIA Hopper-class SMs")]
+#[command(
+    name = "sim",
+    version,
+    about = "Cycle-level simulator of NVIDIA Hopper-class SMs"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -100,8 +104,8 @@ fn execute(cmd: Command) -> Result<(), String> {
             clock_mhz,
             json,
         } => {
-            let report =
-                run::run_file(&scenario.file, &options(&scenario, clock_mhz)).map_err(|e| e.to_string())?;
+            let report = run::run_file(&scenario.file, &options(&scenario, clock_mhz))
+                .map_err(|e| e.to_string())?;
             if json {
                 println!("{}", report.to_json());
             } else {
@@ -111,7 +115,8 @@ fn execute(cmd: Command) -> Result<(), String> {
         }
         Command::Bench { scenario, iters } => {
             let opts = options(&scenario, None);
-            let (kernel, preset) = run::load(&scenario.file, &opts.sets).map_err(|e| e.to_string())?;
+            let (kernel, preset) =
+                run::load(&scenario.file, &opts.sets).map_err(|e| e.to_string())?;
             let file = scenario.file.display().to_string();
             let once = || run::simulate(&file, &kernel, &preset, &opts).map_err(|e| e.to_string());
             once()?;

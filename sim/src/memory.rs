@@ -38,7 +38,9 @@ impl Memory {
         };
         self.bytes += bytes;
         let first_byte = now + self.latency + extra + jitter;
-        self.path.book(first_byte, bytes.div_ceil(self.bytes_per_cycle)).1
+        self.path
+            .book(first_byte, bytes.div_ceil(self.bytes_per_cycle))
+            .1
     }
 
     /// Cycles the path has been transferring.
@@ -88,7 +90,9 @@ mod tests {
         let draw = |seed| {
             let mut m = mem(16);
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            (0..50).map(|i| m.request(i * 1000, 64, 0, &mut rng) - i * 1000).collect::<Vec<_>>()
+            (0..50)
+                .map(|i| m.request(i * 1000, 64, 0, &mut rng) - i * 1000)
+                .collect::<Vec<_>>()
         };
         assert_eq!(draw(7), draw(7));
         assert!(draw(7).iter().all(|&l| (401..=417).contains(&l)));

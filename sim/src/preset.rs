@@ -179,7 +179,10 @@ impl Preset {
             }
         }
         if self.sm.partitions == 0 || self.sm.partitions > 8 {
-            return bad(format!("sm.partitions = {} must be in 1..=8", self.sm.partitions));
+            return bad(format!(
+                "sm.partitions = {} must be in 1..=8",
+                self.sm.partitions
+            ));
         }
         if self.sm.warps_per_partition == 0 || self.sm.warps_per_partition > 32 {
             return bad(format!(
@@ -236,7 +239,8 @@ mod tests {
         let p = Preset::builtin("h100-sxm").unwrap();
         assert_eq!(p.sm.count, 132);
         // 132 SMs x 4096 FLOP/clk x 1.83 GHz = 989.4 TFLOP/s dense BF16.
-        let tflops = p.sm.count as f64 * p.tensor.flops_per_cycle as f64 * p.clock.loaded_mhz * 1e6 / 1e12;
+        let tflops =
+            p.sm.count as f64 * p.tensor.flops_per_cycle as f64 * p.clock.loaded_mhz * 1e6 / 1e12;
         assert!((tflops - 989.4).abs() < 0.5, "{tflops}");
         assert_eq!(p.smem.bytes_per_cycle(), 128);
         assert_eq!(p.pipes.mufu.cycles_per_warp_instr(), 8);
@@ -246,7 +250,10 @@ mod tests {
     #[test]
     fn unknown_preset_lists_the_known_ones() {
         let e = Preset::builtin("h101").unwrap_err();
-        assert_eq!(e.to_string(), "unknown GPU preset `h101`; built-in presets: h100-sxm");
+        assert_eq!(
+            e.to_string(),
+            "unknown GPU preset `h101`; built-in presets: h100-sxm"
+        );
     }
 
     #[test]

@@ -10,7 +10,10 @@ pub struct RegPool {
 
 impl RegPool {
     pub fn new(alloc_unit: u32) -> Self {
-        RegPool { free: 0, alloc_unit }
+        RegPool {
+            free: 0,
+            alloc_unit,
+        }
     }
 
     /// Registers one warp holds at `per_thread` registers per thread.

@@ -98,7 +98,10 @@ impl Report {
                 warps: 0,
                 lifetime: 0,
                 instructions: 0,
-                states: State::ALL.iter().map(|st| (st.name().to_string(), 0)).collect(),
+                states: State::ALL
+                    .iter()
+                    .map(|st| (st.name().to_string(), 0))
+                    .collect(),
                 ncu: BTreeMap::new(),
             });
             r.warps += 1;
@@ -129,7 +132,11 @@ impl Report {
             clock_source: source.to_string(),
             time_us,
             flops: s.flops,
-            tflops: if time_us > 0.0 { s.flops as f64 / time_us / 1e6 } else { 0.0 },
+            tflops: if time_us > 0.0 {
+                s.flops as f64 / time_us / 1e6
+            } else {
+                0.0
+            },
             instructions: s.instructions,
             memory_bytes: s.memory_bytes,
             units,
@@ -183,7 +190,10 @@ impl Report {
                 );
             }
             None => {
-                let _ = writeln!(o, "  analytic    (the scenario states no analytic prediction)");
+                let _ = writeln!(
+                    o,
+                    "  analytic    (the scenario states no analytic prediction)"
+                );
             }
         }
         let _ = writeln!(
@@ -193,14 +203,20 @@ impl Report {
             group(self.memory_bytes)
         );
         let _ = write!(o, "units busy  ");
-        for name in ["tensor", "smem", "tma", "memory", "mufu", "fma", "alu", "issue"] {
+        for name in [
+            "tensor", "smem", "tma", "memory", "mufu", "fma", "alu", "issue",
+        ] {
             let _ = write!(o, " {name} {:.1}%", 100.0 * self.units[name].busy);
         }
         let _ = writeln!(o);
-        let _ = writeln!(o, "warp states (% of the role's warp-cycles; Nsight Compute name in brackets)");
+        let _ = writeln!(
+            o,
+            "warp states (% of the role's warp-cycles; Nsight Compute name in brackets)"
+        );
         for name in &self.role_order {
             let r = &self.roles[name];
-            let mut states: Vec<(&String, &u64)> = r.states.iter().filter(|(_, c)| **c > 0).collect();
+            let mut states: Vec<(&String, &u64)> =
+                r.states.iter().filter(|(_, c)| **c > 0).collect();
             states.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
             let parts: Vec<String> = states
                 .iter()
@@ -230,7 +246,7 @@ fn group(v: u64) -> String {
     let s = v.to_string();
     let mut out = String::new();
     for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(ch);

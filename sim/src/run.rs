@@ -56,7 +56,8 @@ pub fn load_source(
     sets: &[(String, i64)],
 ) -> Result<(Kernel, Preset), RunError> {
     let scenario = isa::parse(file, source).map_err(RunError::Scenario)?;
-    let preset = Preset::builtin(&scenario.gpu).map_err(|e| RunError::Preset(file.to_string(), e))?;
+    let preset =
+        Preset::builtin(&scenario.gpu).map_err(|e| RunError::Preset(file.to_string(), e))?;
     let kernel = isa::compile(&scenario, sets, &preset.limits(), file, source)
         .map_err(RunError::Scenario)?;
     tracing::debug!(

@@ -61,7 +61,11 @@ mod tests {
     fn n_way_conflicts_follow_the_stride() {
         // Stride of s words hits gcd(s, 32)-way conflicts.
         for (stride, expect) in [(2, 2), (4, 4), (8, 8), (16, 16), (3, 1), (33, 1)] {
-            assert_eq!(wavefronts(&lanes(|l| l * 4 * stride), 4, 32, 4), expect, "stride {stride}");
+            assert_eq!(
+                wavefronts(&lanes(|l| l * 4 * stride), 4, 32, 4),
+                expect,
+                "stride {stride}"
+            );
         }
     }
 

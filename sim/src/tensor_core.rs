@@ -91,7 +91,11 @@ mod tests {
         let mut pipe = TensorPipe::default();
         let mut port = Server::default();
         for _ in 0..count {
-            pipe.submit(Hgmma { warpgroup: 0, n, a_smem });
+            pipe.submit(Hgmma {
+                warpgroup: 0,
+                n,
+                a_smem,
+            });
         }
         let mut now = 0;
         while let Some(end) = pipe.start_next(now, 4096, &mut port, 128) {
@@ -125,7 +129,11 @@ mod tests {
         let mut pipe = TensorPipe::default();
         let mut port = Server::default();
         port.book(0, 100); // e.g. a TMA write holds the port
-        pipe.submit(Hgmma { warpgroup: 0, n: 256, a_smem: true });
+        pipe.submit(Hgmma {
+            warpgroup: 0,
+            n: 256,
+            a_smem: true,
+        });
         // Reads 80 cycles from 100 to 180; math alone would end at 128.
         assert_eq!(pipe.start_next(0, 4096, &mut port, 128), Some(180));
     }
