@@ -1,1 +1,293 @@
+//! End-to-end tests over the scenarios and the `sim` binary.
 
+use sim::engine::{Config, Engine, RunStats};
+use sim::report::Report;
+use sim::run::{self, RunOptions};
+use sim::warp_state::State;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn scenario(name: &str) -> PathBuf {
+    root().join("scenarios").join(format!("{name}.ron"))
+}
+
+fn sets(pairs: &[(&str, i64)]) -> Vec<(String, i64)> {
+    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+fn report(name: &str, pairs: &[(&str, i64)]) -> Report {
+    let opts = RunOptions {
+        sets: sets(pairs),
+        ..RunOptions::default()
+    };
+    run::run_file(&scenario(name), &opts).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn stats(name: &str, pairs: &[(&str, i64)]) -> RunStats {
+    let (kernel, preset) = run::load(&scenario(name), &sets(pairs)).unwrap();
+    Engine::new(&kernel, &preset, Config::default()).run().unwrap()
+}
+
+fn sim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sim"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("the sim binary runs")
+}
+
+fn temp_scenario(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sim-e2e-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn gemm_ws_text() -> String {
+    std::fs::read_to_string(scenario("gemm_ws")).unwrap()
+}
+
+#[test]
+fn ss_wgmma_tensor_busy_follows_the_feed_model() {
+    for n in [16i64, 32, 64, 128, 256] {
+        let r = report("wgmma_stream", &[("n", n), ("a_from", 0)]);
+        let expect = (0.5 * n as f64 / (16.0 + 0.25 * n as f64)).min(1.0);
+        let busy = r.units["tensor"].busy;
+        assert!(
+            (busy - expect).abs() <= 0.02 * expect,
+            "N={n}: tensor busy {busy:.4}, model {expect:.4}"
+        );
+        let a = r.analytic.as_ref().unwrap();
+        assert!((a.ratio - 1.0).abs() < 0.02, "N={n}: simulated/analytic {}", a.ratio);
+    }
+}
+
+#[test]
+fn rs_wgmma_keeps_the_tensor_pipe_busy() {
+    for n in [32i64, 64, 128, 256] {
+        let busy = report("wgmma_stream", &[("n", n), ("a_from", 1)]).units["tensor"].busy;
+        assert!(busy >= 0.98, "RS N={n}: tensor busy {busy:.4}");
+    }
+}
+
+#[test]
+fn gemm_ws_ring_buffer_depth() {
+    let deep = report("gemm_ws", &[("stages", 4)]);
+    let busy4 = deep.units["tensor"].busy;
+    assert!(busy4 >= 0.90, "4 stages: tensor busy {busy4:.3}");
+
+    let shallow = report("gemm_ws", &[("stages", 1)]);
+    let busy1 = shallow.units["tensor"].busy;
+    assert!(busy1 < 0.75 * busy4, "1 stage: tensor busy {busy1:.3} vs {busy4:.3}");
+    // The consumers' dominant state is waiting on the full barrier.
+    let states = &shallow.roles["consumer"].states;
+    let (top, _) = states.iter().max_by_key(|(_, c)| **c).unwrap();
+    assert_eq!(top, "mbarrier_wait");
+    let deep_states = &deep.roles["consumer"].states;
+    assert!(deep_states["mbarrier_wait"] * 10 < deep_states["wgmma_wait"]);
+}
+
+#[test]
+fn fa3_pingpong_is_tensor_bound_and_keeps_mufu_busy() {
+    let r = report("fa3_pingpong", &[]);
+    let a = r.analytic.as_ref().unwrap();
+    assert_eq!(a.bound, "tensor");
+    assert!(a.ratio >= 1.0 && a.ratio < 1.25, "simulated/analytic {}", a.ratio);
+    assert!(r.units["tensor"].busy > 0.8);
+    // Softmax: bn/2 = 88 ex2 per thread per block on 16 lanes/SM, half the tensor time.
+    assert!(r.units["mufu"].busy > 0.3);
+    assert!(r.roles["consumer"].states["named_barrier"] > 0);
+    let off = report("fa3_pingpong", &[("pingpong", 0)]);
+    assert_eq!(off.roles["consumer"].states["named_barrier"], 0);
+    assert_eq!(off.flops, r.flops);
+}
+
+/// Every warp-cycle is in exactly one state; units are never busier than elapsed time.
+#[test]
+fn accounting_invariants_hold_on_every_scenario() {
+    let cases: &[(&str, &[(&str, i64)])] = &[
+        ("wgmma_stream", &[]),
+        ("wgmma_stream", &[("n", 24), ("a_from", 1)]),
+        ("gemm_ws", &[]),
+        ("gemm_ws", &[("stages", 1)]),
+        ("fa3_pingpong", &[]),
+        ("fa3_pingpong", &[("pingpong", 0), ("seqlen", 1000)]),
+    ];
+    for (name, pairs) in cases {
+        let s = stats(name, pairs);
+        for w in &s.warps {
+            assert_eq!(
+                w.cycles.iter().sum::<u64>(),
+                w.lifetime,
+                "{name}: warp {} states vs lifetime",
+                w.name
+            );
+            assert!(w.lifetime <= s.cycles);
+            // A warp is selected exactly once per instruction it issued.
+            assert_eq!(w.cycles[State::Selected as usize], w.issued, "{name}: {}", w.name);
+        }
+        let u = &s.units;
+        let p = s.partitions as u64;
+        for (unit, busy, cap) in [
+            ("tensor", u.tensor, 1),
+            ("smem", u.smem, 1),
+            ("tma", u.tma, 1),
+            ("memory", u.memory, 1),
+            ("fma", u.fma, p),
+            ("alu", u.alu, p),
+            ("mufu", u.mufu, p),
+            ("issue", u.issue, p),
+        ] {
+            assert!(busy <= cap * s.cycles, "{name}: {unit} busy {busy} > {}", cap * s.cycles);
+        }
+        let r = report(name, pairs);
+        for (role, data) in &r.roles {
+            assert_eq!(data.states.values().sum::<u64>(), data.lifetime, "{name}/{role}");
+            assert_eq!(data.ncu.values().sum::<u64>(), data.lifetime, "{name}/{role}");
+        }
+    }
+}
+
+#[test]
+fn same_seed_gives_byte_identical_json() {
+    let args = ["run", "scenarios/fa3_pingpong.ron", "--json", "--seed", "7"];
+    let a = sim(&args);
+    let b = sim(&args);
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    assert!(!a.stdout.is_empty());
+    assert_eq!(a.stdout, b.stdout);
+    let json: serde_json::Value = serde_json::from_slice(&a.stdout).unwrap();
+    assert_eq!(json["seed"], 7);
+    assert_eq!(json["scenario"], "fa3_pingpong");
+    assert_eq!(json["gpu"], "h100-sxm");
+    for key in ["cycles", "time_us", "tflops"] {
+        assert!(json[key].is_number(), "{key}");
+    }
+    for unit in ["tensor", "mufu", "smem", "tma"] {
+        let busy = json["units"][unit]["busy"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&busy), "{unit}");
+    }
+    assert!(json["roles"]["consumer"]["states"]["wgmma_wait"].is_u64());
+    assert!(json["analytic"]["ratio"].is_number());
+}
+
+#[test]
+fn summary_names_clock_and_analytic() {
+    let out = sim(&["run", "scenarios/gemm_ws.ron", "--clock-mhz", "1500"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("at 1500 MHz (set with --clock-mhz)"), "{text}");
+    assert!(text.contains("analytic    65,536 cycles, bound by tensor"), "{text}");
+    assert!(text.contains("consumer"), "{text}");
+    let out = sim(&["run", "scenarios/gemm_ws.ron"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("at 1830 MHz (the preset's clock under tensor load"), "{text}");
+}
+
+fn fails_with(args: &[&str], needles: &[&str]) {
+    let out = sim(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
+    assert!(out.stdout.is_empty());
+    for n in needles {
+        assert!(err.contains(n), "expected `{n}` in:\n{err}");
+    }
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn malformed_ron_reports_file_line_column_and_snippet() {
+    let text = gemm_ws_text().replace("\"bk\": 64,", "\"bk\": 64");
+    let path = temp_scenario("malformed.ron", &text);
+    let p = path.to_str().unwrap();
+    let line = text.lines().position(|l| l.contains("\"bk\": 64")).unwrap() + 2;
+    fails_with(
+        &["run", p],
+        &[&format!("{p}:{line}:"), "Expected", &format!("{line} |")],
+    );
+}
+
+#[test]
+fn unknown_parameter_in_an_expression_is_located() {
+    let text = gemm_ws_text().replace("count: \"k / bk\", body: [\n                        // Producers", "count: \"k / bkk\", body: [\n                        // Producers");
+    assert_ne!(text, gemm_ws_text());
+    let path = temp_scenario("unknown_param.ron", &text);
+    let p = path.to_str().unwrap();
+    let line = text.lines().position(|l| l.contains("k / bkk")).unwrap() + 1;
+    fails_with(
+        &["run", p],
+        &[
+            &format!("{p}:{line}:"),
+            "unknown name `bkk` in expression `k / bkk` (did you mean `bk`?)",
+            "role `producer`: program[1] if.then[0] loop",
+        ],
+    );
+}
+
+#[test]
+fn a_300_register_role_is_rejected() {
+    let text = gemm_ws_text().replace("regs: 232, program", "regs: 300, program");
+    let path = temp_scenario("regs300.ron", &text);
+    let p = path.to_str().unwrap();
+    let line = text.lines().position(|l| l.contains("regs: 300")).unwrap() + 1;
+    fails_with(
+        &["run", p],
+        &[
+            &format!("{p}:{line}:"),
+            "role `consumer` asks for 300 registers per thread; h100-sxm allows at most 255 (256 with setmaxnreg)",
+        ],
+    );
+}
+
+#[test]
+fn command_line_errors_are_clear() {
+    fails_with(
+        &["run", "scenarios/gemm_ws.ron", "--set", "stage=2"],
+        &["--set stage: the scenario has no parameter `stage` (did you mean `stages`?)"],
+    );
+    fails_with(
+        &["run", "scenarios/gemm_ws.ron", "--set", "bn=100"],
+        &["wgmma N is 100; expected a multiple of 8 in 8..=256"],
+    );
+    fails_with(
+        &["run", "scenarios/gemm_ws.ron", "--set", "bn=264"],
+        &["TMA box dimension 264 of buffer `sB` exceeds 256 elements"],
+    );
+    fails_with(&["run", "scenarios/nope.ron"], &["scenarios/nope.ron: No such file"]);
+    fails_with(
+        &["run", "scenarios/gemm_ws.ron", "--clock-mhz", "0"],
+        &["--clock-mhz must be a positive number"],
+    );
+    let out = sim(&["run", "scenarios/gemm_ws.ron", "--set", "stages"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`stages` is not KEY=VALUE"));
+}
+
+#[test]
+fn a_deadlocked_ring_buffer_names_the_waiting_warps() {
+    // Consumers never release a stage: the producer waits on empty[0] in its second round.
+    let text = gemm_ws_text().replace(
+        "Arrive(bar: \"empty[(kb - min(1, stages - 1)) % stages]\"),",
+        "",
+    );
+    let path = temp_scenario("deadlock.ron", &text);
+    fails_with(
+        &["run", path.to_str().unwrap()],
+        &[
+            "deadlock at cycle",
+            "warp producer0.w0 at role `producer`: program[1] if.then[0] loop(kb).body[0] mbarrier.wait: waits on mbarrier empty[0] for the phase of parity 0; it is in phase 0 with 256 arrivals and 0 tx bytes missing",
+        ],
+    );
+}
+
+#[test]
+fn presets_are_listed() {
+    let out = sim(&["presets"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("h100-sxm"));
+}

@@ -27,6 +27,8 @@ use std::collections::VecDeque;
 /// Control-flow steps a warp may take without issuing before the run is stopped
 /// (a loop with no instructions and a huge trip count).
 const MAX_CONTROL_STEPS: u32 = 1 << 20;
+/// Largest per-thread count of one compute instruction (keeps the count in a u32).
+const MAX_MACRO_COUNT: i64 = 1 << 30;
 
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -917,7 +919,14 @@ impl<'a> Engine<'a> {
         match inst {
             Inst::Compute { pipe, count } => {
                 if self.warps[w as usize].progress == 0 {
-                    self.warps[w as usize].progress = self.eval(w, count)? as u32;
+                    let n = self.eval(w, count)?;
+                    if n > MAX_MACRO_COUNT {
+                        return Err(format!(
+                            "{} count {n} exceeds {MAX_MACRO_COUNT} warp-instructions per instruction",
+                            pipe.name()
+                        ));
+                    }
+                    self.warps[w as usize].progress = n as u32;
                 }
                 let pp = match pipe {
                     Pipe::Alu => &self.p.pipes.alu,
