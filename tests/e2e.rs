@@ -29,7 +29,9 @@ fn report(name: &str, pairs: &[(&str, i64)]) -> Report {
 
 fn stats(name: &str, pairs: &[(&str, i64)]) -> RunStats {
     let (kernel, preset) = run::load(&scenario(name), &sets(pairs)).unwrap();
-    Engine::new(&kernel, &preset, Config::default()).run().unwrap()
+    Engine::new(&kernel, &preset, Config::default())
+        .run()
+        .unwrap()
 }
 
 fn sim(args: &[&str]) -> Output {
@@ -63,7 +65,11 @@ fn ss_wgmma_tensor_busy_follows_the_feed_model() {
             "N={n}: tensor busy {busy:.4}, model {expect:.4}"
         );
         let a = r.analytic.as_ref().unwrap();
-        assert!((a.ratio - 1.0).abs() < 0.02, "N={n}: simulated/analytic {}", a.ratio);
+        assert!(
+            (a.ratio - 1.0).abs() < 0.02,
+            "N={n}: simulated/analytic {}",
+            a.ratio
+        );
     }
 }
 
@@ -83,7 +89,10 @@ fn gemm_ws_ring_buffer_depth() {
 
     let shallow = report("gemm_ws", &[("stages", 1)]);
     let busy1 = shallow.units["tensor"].busy;
-    assert!(busy1 < 0.75 * busy4, "1 stage: tensor busy {busy1:.3} vs {busy4:.3}");
+    assert!(
+        busy1 < 0.75 * busy4,
+        "1 stage: tensor busy {busy1:.3} vs {busy4:.3}"
+    );
     // The consumers' dominant state is waiting on the full barrier.
     let states = &shallow.roles["consumer"].states;
     let (top, _) = states.iter().max_by_key(|(_, c)| **c).unwrap();
@@ -97,7 +106,11 @@ fn fa3_pingpong_is_tensor_bound_and_keeps_mufu_busy() {
     let r = report("fa3_pingpong", &[]);
     let a = r.analytic.as_ref().unwrap();
     assert_eq!(a.bound, "tensor");
-    assert!(a.ratio >= 1.0 && a.ratio < 1.25, "simulated/analytic {}", a.ratio);
+    assert!(
+        a.ratio >= 1.0 && a.ratio < 1.25,
+        "simulated/analytic {}",
+        a.ratio
+    );
     assert!(r.units["tensor"].busy > 0.8);
     // Softmax: bn/2 = 88 ex2 per thread per block on 16 lanes/SM, half the tensor time.
     assert!(r.units["mufu"].busy > 0.3);
@@ -129,7 +142,12 @@ fn accounting_invariants_hold_on_every_scenario() {
             );
             assert!(w.lifetime <= s.cycles);
             // A warp is selected exactly once per instruction it issued.
-            assert_eq!(w.cycles[State::Selected as usize], w.issued, "{name}: {}", w.name);
+            assert_eq!(
+                w.cycles[State::Selected as usize],
+                w.issued,
+                "{name}: {}",
+                w.name
+            );
         }
         let u = &s.units;
         let p = s.partitions as u64;
@@ -143,12 +161,24 @@ fn accounting_invariants_hold_on_every_scenario() {
             ("mufu", u.mufu, p),
             ("issue", u.issue, p),
         ] {
-            assert!(busy <= cap * s.cycles, "{name}: {unit} busy {busy} > {}", cap * s.cycles);
+            assert!(
+                busy <= cap * s.cycles,
+                "{name}: {unit} busy {busy} > {}",
+                cap * s.cycles
+            );
         }
         let r = report(name, pairs);
         for (role, data) in &r.roles {
-            assert_eq!(data.states.values().sum::<u64>(), data.lifetime, "{name}/{role}");
-            assert_eq!(data.ncu.values().sum::<u64>(), data.lifetime, "{name}/{role}");
+            assert_eq!(
+                data.states.values().sum::<u64>(),
+                data.lifetime,
+                "{name}/{role}"
+            );
+            assert_eq!(
+                data.ncu.values().sum::<u64>(),
+                data.lifetime,
+                "{name}/{role}"
+            );
         }
     }
 }
@@ -181,12 +211,21 @@ fn summary_names_clock_and_analytic() {
     let out = sim(&["run", "scenarios/gemm_ws.ron", "--clock-mhz", "1500"]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("at 1500 MHz (set with --clock-mhz)"), "{text}");
-    assert!(text.contains("analytic    65,536 cycles, bound by tensor"), "{text}");
+    assert!(
+        text.contains("at 1500 MHz (set with --clock-mhz)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("analytic    65,536 cycles, bound by tensor"),
+        "{text}"
+    );
     assert!(text.contains("consumer"), "{text}");
     let out = sim(&["run", "scenarios/gemm_ws.ron"]);
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("at 1830 MHz (the preset's clock under tensor load"), "{text}");
+    assert!(
+        text.contains("at 1830 MHz (the preset's clock under tensor load"),
+        "{text}"
+    );
 }
 
 fn fails_with(args: &[&str], needles: &[&str]) {
@@ -214,7 +253,10 @@ fn malformed_ron_reports_file_line_column_and_snippet() {
 
 #[test]
 fn unknown_parameter_in_an_expression_is_located() {
-    let text = gemm_ws_text().replace("count: \"k / bk\", body: [\n                        // Producers", "count: \"k / bkk\", body: [\n                        // Producers");
+    let text = gemm_ws_text().replace(
+        "count: \"k / bk\", body: [\n                        // Producers",
+        "count: \"k / bkk\", body: [\n                        // Producers",
+    );
     assert_ne!(text, gemm_ws_text());
     let path = temp_scenario("unknown_param.ron", &text);
     let p = path.to_str().unwrap();
@@ -258,7 +300,10 @@ fn command_line_errors_are_clear() {
         &["run", "scenarios/gemm_ws.ron", "--set", "bn=264"],
         &["TMA box dimension 264 of buffer `sB` exceeds 256 elements"],
     );
-    fails_with(&["run", "scenarios/nope.ron"], &["scenarios/nope.ron: No such file"]);
+    fails_with(
+        &["run", "scenarios/nope.ron"],
+        &["scenarios/nope.ron: No such file"],
+    );
     fails_with(
         &["run", "scenarios/gemm_ws.ron", "--clock-mhz", "0"],
         &["--clock-mhz must be a positive number"],
@@ -290,4 +335,64 @@ fn presets_are_listed() {
     let out = sim(&["presets"]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("h100-sxm"));
+}
+
+fn fixture(name: &str, pairs: &[(&str, i64)]) -> (Report, RunStats) {
+    let path = root().join("tests/fixtures").join(format!("{name}.ron"));
+    let (kernel, preset) = run::load(&path, &sets(pairs)).unwrap();
+    let stats = Engine::new(&kernel, &preset, Config::default())
+        .run()
+        .unwrap();
+    let report = run::simulate(name, &kernel, &preset, &RunOptions::default()).unwrap();
+    (report, stats)
+}
+
+#[test]
+fn bank_conflicts_and_sectors_come_from_the_addresses() {
+    // 4 warps x 10 iterations of each access.
+    let accesses = 40;
+    for (smem_stride, width, wavefronts) in [
+        (1, 4, 1),
+        (32, 4, 32),
+        (0, 4, 1),
+        (4, 16, 4),
+        (64, 16, 32),
+        (2, 8, 2),
+    ] {
+        let (_, s) = fixture(
+            "memory_patterns",
+            &[("smem_stride", smem_stride), ("width", width)],
+        );
+        assert_eq!(
+            s.units.smem,
+            accesses * wavefronts,
+            "stride {smem_stride} words, {width} B/lane"
+        );
+    }
+    // 32 consecutive words: 4 sectors of 32 B; a 1 KiB stride: 32 sectors.
+    for (gmem_stride, sectors) in [(4, 4), (1024, 32)] {
+        let (r, _) = fixture("memory_patterns", &[("gmem_stride", gmem_stride)]);
+        assert_eq!(
+            r.memory_bytes,
+            accesses * sectors * 32,
+            "stride {gmem_stride} B"
+        );
+    }
+    let (r, _) = fixture("memory_patterns", &[]);
+    // Each iteration's FMA waits for nothing it reads; the loads' latency shows as idle tail.
+    assert!(r.roles["w"].states["selected"] == 4 * 30);
+}
+
+#[test]
+fn epilogue_stores_through_shared_memory_and_tma() {
+    let (r, s) = fixture("epilogue", &[]);
+    // The TMA store moves the whole 128 x 64 bf16 tile; st.shared writes it once (16 KiB at
+    // 128 B/cycle) and the TMA store reads it once more.
+    assert_eq!(r.memory_bytes, 128 * 64 * 2);
+    assert_eq!(s.units.smem, 2 * 128 * 64 * 2 / 128);
+    // The store's bulk-group wait covers the memory latency.
+    let waiter = s.warps.iter().find(|w| w.name == "epi0.w0").unwrap();
+    assert!(waiter.cycles[State::BulkWait as usize] >= 400);
+    assert!(r.roles["epi"].states["named_barrier"] > 0);
+    assert!(s.cycles >= 400 + 128);
 }

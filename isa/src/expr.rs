@@ -257,8 +257,13 @@ pub struct ParseError {
 
 /// Parses a whole expression.
 pub fn parse(text: &str) -> Result<Ast, ParseError> {
-    match all_consuming(expr_ast)(text) {
-        Ok((_, ast)) => Ok(ast),
+    finish(text, all_consuming(expr_ast)(text))
+}
+
+/// A whole-input parse result as a value or a [`ParseError`] at the failing offset.
+fn finish<T>(text: &str, result: IResult<&str, T>) -> Result<T, ParseError> {
+    match result {
+        Ok((_, v)) => Ok(v),
         Err(nom::Err::Error(e) | nom::Err::Failure(e)) => Err(ParseError {
             text: text.to_string(),
             offset: text.len() - e.input.len(),
@@ -283,20 +288,11 @@ pub fn parse_ref(text: &str) -> Result<RefAst, ParseError> {
         ident,
         opt(delimited(ws(char('[')), expr_ast, ws(char(']')))),
     )))(text);
-    match parsed {
-        Ok((_, (name, index))) => Ok(RefAst {
-            name: name.to_string(),
-            index: index.unwrap_or(Ast::Int(0)),
-        }),
-        Err(nom::Err::Error(e) | nom::Err::Failure(e)) => Err(ParseError {
-            text: text.to_string(),
-            offset: text.len() - e.input.len(),
-        }),
-        Err(nom::Err::Incomplete(_)) => Err(ParseError {
-            text: text.to_string(),
-            offset: text.len(),
-        }),
-    }
+    let (name, index) = finish(text, parsed)?;
+    Ok(RefAst {
+        name: name.to_string(),
+        index: index.unwrap_or(Ast::Int(0)),
+    })
 }
 
 /// How a name resolves when an expression is compiled.

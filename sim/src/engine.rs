@@ -864,14 +864,11 @@ impl<'a> Engine<'a> {
                 while warp.store_groups.front().is_some_and(|&t| t <= now) {
                     warp.store_groups.pop_front();
                 }
-                let pending = warp.store_groups.len();
-                if pending <= n {
-                    Outcome::Ready
-                } else {
-                    // Groups complete in order of their completion times.
-                    let mut times: Vec<u64> = warp.store_groups.iter().copied().collect();
-                    times.sort_unstable();
-                    Outcome::StallUntil(State::BulkWait, times[pending - n - 1])
+                // All but the `n` most recently committed groups must be complete.
+                let older = warp.store_groups.len().saturating_sub(n);
+                match warp.store_groups.iter().take(older).max() {
+                    Some(&t) => Outcome::StallUntil(State::BulkWait, t),
+                    None => Outcome::Ready,
                 }
             }
             Inst::SetMaxNReg { inc: true, regs } => {
