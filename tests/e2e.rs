@@ -97,8 +97,11 @@ fn gemm_ws_ring_buffer_depth() {
     let states = &shallow.roles["consumer"].states;
     let (top, _) = states.iter().max_by_key(|(_, c)| **c).unwrap();
     assert_eq!(top, "mbarrier_wait");
+    // With 4 stages the consumers mostly wait on their own wgmma groups, not on data.
     let deep_states = &deep.roles["consumer"].states;
-    assert!(deep_states["mbarrier_wait"] * 10 < deep_states["wgmma_wait"]);
+    let (top, _) = deep_states.iter().max_by_key(|(_, c)| **c).unwrap();
+    assert_eq!(top, "wgmma_wait");
+    assert!(deep_states["mbarrier_wait"] * 5 < deep_states["wgmma_wait"]);
 }
 
 #[test]
@@ -155,7 +158,7 @@ fn accounting_invariants_hold_on_every_scenario() {
             ("tensor", u.tensor, 1),
             ("smem", u.smem, 1),
             ("tma", u.tma, 1),
-            ("memory", u.memory, 1),
+            ("l2_port", u.l2_port, 1),
             ("fma", u.fma, p),
             ("alu", u.alu, p),
             ("mufu", u.mufu, p),
@@ -373,7 +376,7 @@ fn bank_conflicts_and_sectors_come_from_the_addresses() {
     for (gmem_stride, sectors) in [(4, 4), (1024, 32)] {
         let (r, _) = fixture("memory_patterns", &[("gmem_stride", gmem_stride)]);
         assert_eq!(
-            r.memory_bytes,
+            r.l2.bytes,
             accesses * sectors * 32,
             "stride {gmem_stride} B"
         );
@@ -388,7 +391,7 @@ fn epilogue_stores_through_shared_memory_and_tma() {
     let (r, s) = fixture("epilogue", &[]);
     // The TMA store moves the whole 128 x 64 bf16 tile; st.shared writes it once (16 KiB at
     // 128 B/cycle) and the TMA store reads it once more.
-    assert_eq!(r.memory_bytes, 128 * 64 * 2);
+    assert_eq!(r.l2.bytes, 128 * 64 * 2);
     assert_eq!(s.units.smem, 2 * 128 * 64 * 2 / 128);
     // The store's bulk-group wait covers the memory latency.
     let waiter = s.warps.iter().find(|w| w.name == "epi0.w0").unwrap();

@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 pub struct Limits {
     pub gpu: String,
     pub max_regs_per_thread: u32,
+    pub has_setmaxnreg: bool,
     /// setmaxnreg's range: 24..=this, multiples of 8.
     pub setmaxnreg_max: u32,
     pub regs_per_sm: u32,
@@ -82,6 +83,8 @@ pub fn compile(
         max_slot: slot::FIRST_LOOP_SLOT,
         code: Vec::new(),
         paths: Vec::new(),
+        breaks: Vec::new(),
+        counters: Vec::new(),
         tensors: Vec::new(),
         buffers: Vec::new(),
         mbarriers: Vec::new(),
@@ -100,6 +103,9 @@ struct Compiler<'a> {
     max_slot: u16,
     code: Vec<Op>,
     paths: Vec<String>,
+    /// Per enclosing loop, the `Break` jumps to point at its exit.
+    breaks: Vec<Vec<u32>>,
+    counters: Vec<(String, i64)>,
     tensors: Vec<program::TensorInfo>,
     buffers: Vec<program::BufferInfo>,
     mbarriers: Vec<program::MBarrierInfo>,
@@ -271,6 +277,12 @@ impl<'a> Compiler<'a> {
             first += count;
         }
         let smem_bytes = smem.div_ceil(8) * 8 + 8 * first as u64;
+        for (i, c) in k.counters.iter().enumerate() {
+            let path = format!("kernel.counters[{i}] `{}`", c.name);
+            self.unique_name(&c.name, &path)?;
+            let init = self.constant(&c.init, &path, "initial value")?;
+            self.counters.push((c.name.clone(), init));
+        }
         if smem_bytes > lim.smem_per_cta {
             return Err(Diagnostic::new(
                 self.file,
@@ -407,6 +419,7 @@ impl<'a> Compiler<'a> {
             mbarriers: std::mem::take(&mut self.mbarriers),
             mbarrier_count: first,
             smem_bytes,
+            counters: std::mem::take(&mut self.counters),
             roles,
             analytic,
         })
@@ -415,11 +428,12 @@ impl<'a> Compiler<'a> {
     fn unique_name(&self, name: &str, path: &str) -> Result<(), Diagnostic> {
         let taken = self.tensors.iter().any(|t| t.name == name)
             || self.buffers.iter().any(|b| b.name == name)
-            || self.mbarriers.iter().any(|m| m.name == name);
+            || self.mbarriers.iter().any(|m| m.name == name)
+            || self.counters.iter().any(|(c, _)| c == name);
         if taken {
             return Err(Diagnostic::new(
                 self.file,
-                format!("the name `{name}` is declared twice (tensors, buffers and mbarriers share one namespace)"),
+                format!("the name `{name}` is declared twice (tensors, buffers, mbarriers and counters share one namespace)"),
             )
             .in_path(path));
         }
@@ -448,10 +462,14 @@ impl<'a> Compiler<'a> {
         (self.code.len() - 1) as u32
     }
 
+    /// Compiles a block; variables bound in it (`Let`, `AtomicAdd`) go out of scope at its end.
     fn block(&mut self, body: &[Instr], path: &str) -> Result<(), Diagnostic> {
+        let (scope, next) = (self.scope.len(), self.next_slot);
         for (i, ins) in body.iter().enumerate() {
             self.instr(ins, &format!("{path}[{i}] {}", ins.mnemonic()))?;
         }
+        self.scope.truncate(scope);
+        self.next_slot = next;
         Ok(())
     }
 
@@ -730,6 +748,71 @@ impl<'a> Compiler<'a> {
                     bytes,
                 }
             }
+            Instr::Let { var, value } => {
+                let value = self.code(value, Names::Program, path)?;
+                let slot = self.bind(var, path)?;
+                self.emit(Op::Set { slot, value }, path.to_string());
+                return Ok(());
+            }
+            Instr::Break => {
+                if self.breaks.is_empty() {
+                    return Err(Diagnostic::new(self.file, "`Break` outside a loop").in_path(path));
+                }
+                let at = self.emit(Op::Jump { target: 0 }, path.to_string());
+                if let Some(list) = self.breaks.last_mut() {
+                    list.push(at);
+                }
+                return Ok(());
+            }
+            Instr::AtomicAdd { counter, add, into } => {
+                let Some(c) = self.counters.iter().position(|(n, _)| n == counter) else {
+                    let names: Vec<&str> = self.counters.iter().map(|(n, _)| n.as_str()).collect();
+                    return Err(Diagnostic::new(
+                        self.file,
+                        format!(
+                            "no counter named `{counter}`{}; declared: {}",
+                            suggest(counter, names.iter().copied()),
+                            list_or_none(&names)
+                        ),
+                    )
+                    .in_path(path));
+                };
+                let add = self.code(add, Names::Program, path)?;
+                let slot = self.bind(into, path)?;
+                Inst::AtomicAdd {
+                    counter: c as u16,
+                    add,
+                    slot,
+                }
+            }
+            Instr::CpAsync {
+                tensor,
+                src,
+                dst,
+                addr,
+                width,
+            } => {
+                let w = self.width(width, path)?;
+                if ![4, 8, 16].contains(&w) {
+                    return Err(self.err(
+                        Some(width.id),
+                        path,
+                        format!("cp.async copies 4, 8 or 16 bytes per lane, not {w}"),
+                    ));
+                }
+                Inst::CpAsync {
+                    tensor: self.tensor(tensor, path)?,
+                    src: self.code(src, Names::Lanes, path)?,
+                    dst: self.slot(dst, path)?,
+                    addr: self.code(addr, Names::Lanes, path)?,
+                    width: w,
+                }
+            }
+            Instr::CpAsyncCommit => Inst::CpAsyncCommit,
+            Instr::CpAsyncWait(n) => Inst::CpAsyncWait {
+                n: self.code(n, Names::Program, path)?,
+            },
+            Instr::Mma(n) => self.compute(Pipe::Mma, n, path)?,
             Instr::TmaStoreCommit => Inst::TmaStoreCommit,
             Instr::TmaStoreWait(n) => Inst::TmaStoreWait {
                 n: self.code(n, Names::Program, path)?,
@@ -793,6 +876,7 @@ impl<'a> Compiler<'a> {
                 Inst::BarArrive { id, threads }
             }
             Instr::SetMaxNReg { action, regs } => {
+                self.require(self.limits.has_setmaxnreg, path, "setmaxnreg (sm_90a)")?;
                 let max = self.limits.setmaxnreg_max as i64;
                 let v = self.in_range(regs, path, "setmaxnreg count", 24, max)?;
                 if v % 8 != 0 {
@@ -865,21 +949,15 @@ impl<'a> Compiler<'a> {
         Ok(s)
     }
 
-    fn loop_(
-        &mut self,
-        var: &str,
-        count: &Expr,
-        body: &[Instr],
-        path: &str,
-    ) -> Result<(), Diagnostic> {
-        let count = self.code(count, Names::Program, path)?;
+    /// Allocates a run-time slot for a new variable `var` visible in the current block.
+    fn bind(&mut self, var: &str, path: &str) -> Result<u16, Diagnostic> {
         if self.params.contains_key(var)
             || slot::BUILTINS.iter().any(|(b, _)| *b == var)
             || self.scope.iter().any(|(v, _)| v == var)
         {
             return Err(Diagnostic::new(
                 self.file,
-                format!("loop variable `{var}` shadows a parameter, a built-in or an outer loop variable"),
+                format!("variable `{var}` shadows a parameter, a built-in or a variable in scope"),
             )
             .in_path(path));
         }
@@ -890,10 +968,29 @@ impl<'a> Compiler<'a> {
             )
             .in_path(path));
         }
-        let var_slot = self.next_slot;
-        let count_slot = self.next_slot + 1;
-        self.next_slot += 2;
+        let s = self.new_slot();
+        self.scope.push((var.to_string(), s));
+        Ok(s)
+    }
+
+    fn new_slot(&mut self) -> u16 {
+        let s = self.next_slot;
+        self.next_slot += 1;
         self.max_slot = self.max_slot.max(self.next_slot);
+        s
+    }
+
+    fn loop_(
+        &mut self,
+        var: &str,
+        count: &Expr,
+        body: &[Instr],
+        path: &str,
+    ) -> Result<(), Diagnostic> {
+        let count = self.code(count, Names::Program, path)?;
+        let (scope, next) = (self.scope.len(), self.next_slot);
+        let var_slot = self.bind(var, path)?;
+        let count_slot = self.new_slot();
         let start = self.emit(
             Op::LoopStart {
                 var: var_slot,
@@ -903,10 +1000,8 @@ impl<'a> Compiler<'a> {
             },
             path.to_string(),
         );
-        self.scope.push((var.to_string(), var_slot));
+        self.breaks.push(Vec::new());
         self.block(body, &format!("{path}({var}).body"))?;
-        self.scope.pop();
-        self.next_slot -= 2;
         self.emit(
             Op::LoopEnd {
                 var: var_slot,
@@ -919,6 +1014,13 @@ impl<'a> Compiler<'a> {
         if let Op::LoopStart { exit: e, .. } = &mut self.code[start as usize] {
             *e = exit;
         }
+        for b in self.breaks.pop().unwrap_or_default() {
+            if let Op::Jump { target } = &mut self.code[b as usize] {
+                *target = exit;
+            }
+        }
+        self.scope.truncate(scope);
+        self.next_slot = next;
         Ok(())
     }
 }
@@ -983,6 +1085,7 @@ mod tests {
         Limits {
             gpu: "h100-sxm".into(),
             max_regs_per_thread: 255,
+            has_setmaxnreg: true,
             setmaxnreg_max: 256,
             regs_per_sm: 65536,
             reg_alloc_unit: 256,

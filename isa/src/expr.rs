@@ -321,8 +321,13 @@ enum Node {
     Slot(u16),
     Un(UnOp),
     Bin(BinOp),
-    /// Pops else, then, cond.
-    Select,
+    /// Pops a value; jumps to the node index when it is zero (non-zero). `&&`, `||` and `?:`
+    /// evaluate only the operand they need, so `x == 0 ? 1 : 10 / x` is safe.
+    JumpIfZero(u32),
+    JumpIfNonZero(u32),
+    Jump(u32),
+    /// Replaces the top value by 1 if it is non-zero, else 0.
+    Truth,
 }
 
 /// An expression compiled to postfix code with parameters folded; evaluation touches no strings.
@@ -374,7 +379,9 @@ impl Code {
             return Ok(*v);
         }
         let mut stack: Vec<i64> = Vec::with_capacity(8);
-        for node in &self.nodes {
+        let mut pc = 0;
+        while let Some(node) = self.nodes.get(pc) {
+            pc += 1;
             match *node {
                 Node::Const(v) => stack.push(v),
                 Node::Slot(s) => stack.push(env[s as usize]),
@@ -391,11 +398,20 @@ impl Code {
                     let a = stack.pop().unwrap_or_default();
                     stack.push(apply(op, a, b)?);
                 }
-                Node::Select => {
-                    let e = stack.pop().unwrap_or_default();
-                    let t = stack.pop().unwrap_or_default();
-                    let c = stack.pop().unwrap_or_default();
-                    stack.push(if c != 0 { t } else { e });
+                Node::JumpIfZero(t) => {
+                    if stack.pop().unwrap_or_default() == 0 {
+                        pc = t as usize;
+                    }
+                }
+                Node::JumpIfNonZero(t) => {
+                    if stack.pop().unwrap_or_default() != 0 {
+                        pc = t as usize;
+                    }
+                }
+                Node::Jump(t) => pc = t as usize,
+                Node::Truth => {
+                    let a = stack.pop().unwrap_or_default();
+                    stack.push((a != 0) as i64);
                 }
             }
         }
@@ -419,6 +435,25 @@ fn emit(
             emit(a, resolve, out)?;
             out.push(Node::Un(*op));
         }
+        Ast::Binary(op @ (BinOp::And | BinOp::Or), a, b) => {
+            // a; jump on the deciding value; b as 0/1; skip the short-circuit constant.
+            emit(a, resolve, out)?;
+            let decide = out.len();
+            out.push(Node::Jump(0));
+            emit(b, resolve, out)?;
+            out.push(Node::Truth);
+            let skip = out.len();
+            out.push(Node::Jump(0));
+            let short = out.len() as u32;
+            let (jump, value) = if *op == BinOp::And {
+                (Node::JumpIfZero(short), 0)
+            } else {
+                (Node::JumpIfNonZero(short), 1)
+            };
+            out[decide] = jump;
+            out.push(Node::Const(value));
+            out[skip] = Node::Jump(out.len() as u32);
+        }
         Ast::Binary(op, a, b) => {
             emit(a, resolve, out)?;
             emit(b, resolve, out)?;
@@ -426,9 +461,14 @@ fn emit(
         }
         Ast::Cond(c, a, b) => {
             emit(c, resolve, out)?;
+            let to_else = out.len();
+            out.push(Node::Jump(0));
             emit(a, resolve, out)?;
+            let to_end = out.len();
+            out.push(Node::Jump(0));
+            out[to_else] = Node::JumpIfZero(out.len() as u32);
             emit(b, resolve, out)?;
-            out.push(Node::Select);
+            out[to_end] = Node::Jump(out.len() as u32);
         }
     }
     Ok(())
@@ -464,6 +504,7 @@ fn apply(op: BinOp, a: i64, b: i64) -> Result<i64, EvalError> {
         BitAnd => a & b,
         BitXor => a ^ b,
         BitOr => a | b,
+        // Compiled to jumps (short-circuit); never reaches here.
         And => (a != 0 && b != 0) as i64,
         Or => (a != 0 || b != 0) as i64,
         Min => a.min(b),
@@ -558,6 +599,18 @@ mod tests {
         assert_eq!(eval_with("0 ? 5 : 1 ? 6 : 7", &[]), Ok(6));
         assert_eq!(eval_with("!0 + ~0", &[]), Ok(0));
         assert_eq!(eval_with("1_024 / 16", &[]), Ok(64));
+    }
+
+    #[test]
+    fn logic_and_conditionals_short_circuit() {
+        assert_eq!(eval_with("x == 0 ? 1 : 10 / x", &[("x", 0)]), Ok(1));
+        assert_eq!(eval_with("x == 0 ? 1 : 10 / x", &[("x", 5)]), Ok(2));
+        assert_eq!(eval_with("x != 0 && 10 / x > 1", &[("x", 0)]), Ok(0));
+        assert_eq!(eval_with("x == 0 || 10 / x > 1", &[("x", 0)]), Ok(1));
+        assert_eq!(eval_with("3 && 4", &[]), Ok(1));
+        assert_eq!(eval_with("0 || -2", &[]), Ok(1));
+        assert_eq!(eval_with("0 || 0", &[]), Ok(0));
+        assert_eq!(eval_with("1 + (2 && 0) * 5", &[]), Ok(1));
     }
 
     #[test]

@@ -17,13 +17,16 @@ pub mod slot {
     pub const WARP_ID: u16 = 3;
     /// CTA (block) index within the grid.
     pub const CTA: u16 = 4;
-    pub const FIRST_LOOP_SLOT: u16 = 5;
-    pub const BUILTINS: [(&str, u16); 5] = [
+    /// CTAs in the grid.
+    pub const NUM_CTAS: u16 = 5;
+    pub const FIRST_LOOP_SLOT: u16 = 6;
+    pub const BUILTINS: [(&str, u16); 6] = [
         ("lane", LANE),
         ("warp", WARP),
         ("wg", WG),
         ("warp_id", WARP_ID),
         ("cta", CTA),
+        ("num_ctas", NUM_CTAS),
     ];
 }
 
@@ -44,6 +47,8 @@ pub struct Kernel {
     pub mbarrier_count: u32,
     /// Shared memory per CTA: buffers plus 8 bytes per mbarrier.
     pub smem_bytes: u64,
+    /// Global counters and their initial values.
+    pub counters: Vec<(String, i64)>,
     pub roles: Vec<RoleInfo>,
     pub analytic: Option<AnalyticInfo>,
 }
@@ -135,6 +140,11 @@ pub enum Op {
     Jump {
         target: u32,
     },
+    /// `slot` = `value` (a `Let`).
+    Set {
+        slot: u16,
+        value: Code,
+    },
     Issue(Inst),
 }
 
@@ -157,6 +167,8 @@ pub enum Pipe {
     Alu,
     Fma,
     Mufu,
+    /// The partition's tensor core running mma.sync m16n8k16.
+    Mma,
 }
 
 impl Pipe {
@@ -165,6 +177,7 @@ impl Pipe {
             Pipe::Alu => "alu",
             Pipe::Fma => "fma",
             Pipe::Mufu => "mufu",
+            Pipe::Mma => "mma",
         }
     }
 }
@@ -240,6 +253,24 @@ pub enum Inst {
         slot: SlotRef,
         addr: Code,
         width: u32,
+    },
+    /// Atomic add on global counter `counter`; the old value goes to `slot`.
+    AtomicAdd {
+        counter: u16,
+        add: Code,
+        slot: u16,
+    },
+    /// cp.async: per lane, `width` bytes from byte `src` of `tensor` to byte `addr` of `dst`.
+    CpAsync {
+        tensor: u16,
+        src: Code,
+        dst: SlotRef,
+        addr: Code,
+        width: u32,
+    },
+    CpAsyncCommit,
+    CpAsyncWait {
+        n: Code,
     },
     /// ld.global / st.global: `addr` per lane, a byte offset into `tensor`.
     Global {

@@ -181,7 +181,23 @@ pub struct Kernel {
     pub smem: Vec<Buffer>,
     #[serde(default)]
     pub mbarriers: Vec<MBarrier>,
+    /// Global atomic counters (a persistent kernel's tile scheduler).
+    #[serde(default)]
+    pub counters: Vec<Counter>,
     pub roles: Vec<Role>,
+}
+
+/// A global integer counter, `init` at kernel start, advanced by `AtomicAdd`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Counter {
+    pub name: String,
+    #[serde(default = "zero")]
+    pub init: Expr,
+}
+
+fn zero() -> Expr {
+    Expr::int(0)
 }
 
 fn one() -> Expr {
@@ -369,6 +385,39 @@ pub enum Instr {
         #[serde(default = "four")]
         width: Expr,
     },
+    /// Binds `var` to `value` for the rest of the enclosing block (no issue slot).
+    Let {
+        var: String,
+        value: Expr,
+    },
+    /// Leaves the innermost loop.
+    Break,
+    /// `atomicAdd` on a global counter; the old value is bound to `into` for the rest of the
+    /// block. The CTA's first warp to reach its k-th `AtomicAdd` on a counter performs it; the
+    /// CTA's other warps get the same value (one thread fetches, the CTA shares it).
+    AtomicAdd {
+        counter: String,
+        #[serde(default = "one")]
+        add: Expr,
+        into: String,
+    },
+    /// Ampere `cp.async`: each lane copies `width` bytes (4, 8 or 16) from byte `src` of
+    /// `tensor` to byte `addr` of the slot `dst`, asynchronously (both may use `lane`).
+    CpAsync {
+        tensor: String,
+        src: Expr,
+        dst: Ref,
+        addr: Expr,
+        #[serde(default = "sixteen")]
+        width: Expr,
+    },
+    /// `cp.async.commit_group`.
+    CpAsyncCommit,
+    /// `cp.async.wait_group n`: at most `n` of the warp's cp.async groups pending.
+    CpAsyncWait(Expr),
+    /// Synchronous warp-level `mma.sync.m16n8k16` (16-bit inputs, fp32 accumulators) on the
+    /// partition's tensor core: this many independent instructions.
+    Mma(Expr),
     /// Runs `body` `count` times with `var` = 0, 1, ...
     Loop {
         var: String,
@@ -385,6 +434,10 @@ pub enum Instr {
 
 fn four() -> Expr {
     Expr::int(4)
+}
+
+fn sixteen() -> Expr {
+    Expr::int(16)
 }
 
 impl Instr {
@@ -413,6 +466,13 @@ impl Instr {
             Instr::StShared { .. } => "st.shared",
             Instr::LdGlobal { .. } => "ld.global",
             Instr::StGlobal { .. } => "st.global",
+            Instr::Let { .. } => "let",
+            Instr::Break => "break",
+            Instr::AtomicAdd { .. } => "atom.add",
+            Instr::CpAsync { .. } => "cp.async",
+            Instr::CpAsyncCommit => "cp.async.commit_group",
+            Instr::CpAsyncWait(_) => "cp.async.wait_group",
+            Instr::Mma(_) => "mma.sync",
             Instr::Loop { .. } => "loop",
             Instr::If { .. } => "if",
         }

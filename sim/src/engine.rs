@@ -1,5 +1,5 @@
-//! The discrete-event engine: one clock, one event queue, one SM (for now) with its partitions,
-//! warps, CTAs and units. Components do not reach into each other: units are booked through the
+//! The discrete-event engine: one clock, one event queue, every SM of the GPU with its partitions,
+//! warps, CTAs and units, and the memory system below them. Components do not reach into each other: units are booked through the
 //! engine, and completions come back as events.
 //!
 //! Each cycle: due events are handled (they wake warps or free units), then every *active*
@@ -7,9 +7,10 @@
 //! issues at most one instruction. When no partition is active the clock jumps to the next event,
 //! so cost grows with instructions and events, not with elapsed cycles.
 
+use crate::async_groups::AsyncGroups;
 use crate::cta_scheduler::{occupancy, Occupancy};
 use crate::mbarrier::MBarrier;
-use crate::memory::Memory;
+use crate::memsys::{MemStats, MemSys};
 use crate::named_barrier::NamedBarrier;
 use crate::preset::{Preset, SchedulerPolicy};
 use crate::queue::EventQueue;
@@ -17,7 +18,7 @@ use crate::regfile::RegPool;
 use crate::server::Server;
 use crate::tensor_core::{Hgmma, TensorPipe};
 use crate::warp_state::{Accounting, State};
-use crate::{gmem, smem};
+use crate::{gmem, smem, tma};
 use isa::expr::Code;
 use isa::program::{slot, BarRef, Inst, Kernel, Op, Pipe, SlotRef, WARPS_PER_WARPGROUP, WARP_SIZE};
 use rand::SeedableRng;
@@ -33,6 +34,8 @@ const MAX_MACRO_COUNT: i64 = 1 << 30;
 #[derive(Clone, Debug)]
 pub struct Config {
     pub seed: u64,
+    /// SM clock: converts HBM bandwidth (bytes per second) into bytes per SM cycle.
+    pub clock_mhz: f64,
     /// Stop with an error when simulated time passes this many cycles.
     pub max_cycles: u64,
 }
@@ -41,6 +44,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             seed: 0,
+            clock_mhz: 1830.0,
             max_cycles: 1_000_000_000,
         }
     }
@@ -67,13 +71,25 @@ pub enum SimError {
 enum Event {
     /// A timed stall is over, or a blocked warp was released: evaluate it again.
     Wake(u32),
-    /// The running HGMMA left the tensor pipe.
-    TensorDone,
+    /// A named barrier completed: the warp may go on (its `hold` is cleared).
+    Release(u32),
+    /// The running HGMMA left this SM's tensor pipe.
+    TensorDone(u32),
     /// An HGMMA's results are visible to `wgmma.wait_group` of its warpgroup.
     HgmmaComplete(u32),
-    /// A chunk of a TMA load arrived at the SM: write it into shared memory. The last chunk
+    /// A chunk of a TMA load is back from L2: move it through the SM's port to L2. The last chunk
     /// carries the box's bytes to complete on the mbarrier.
     TmaChunk {
+        sm: u32,
+        cta: u32,
+        bar: u32,
+        bytes: u64,
+        complete: Option<u64>,
+    },
+    /// A TMA chunk passed the SM's port: write it into shared memory. Booking the shared-memory
+    /// port at this event, not earlier, keeps that port's bookings in time order.
+    TmaWrite {
+        sm: u32,
         cta: u32,
         bar: u32,
         bytes: u64,
@@ -94,11 +110,13 @@ enum Outcome {
 }
 
 struct Warp {
+    sm: u32,
     cta: u32,
     role: u16,
     /// Engine-wide warpgroup index.
     wg: u32,
-    partition: u8,
+    /// Engine-wide partition index (SM × partitions + partition).
+    partition: u32,
     slot: u8,
     pc: u32,
     env: Vec<i64>,
@@ -113,13 +131,28 @@ struct Warp {
     hgmma_issued: u64,
     /// Committed wgmma groups not yet known complete: HGMMA count that closes each.
     wgmma_groups: VecDeque<u64>,
-    /// Completion cycle of uncommitted TMA stores, and of committed bulk async-groups.
-    store_pending: u64,
-    store_groups: VecDeque<u64>,
+    /// TMA stores' bulk async-groups and cp.async groups.
+    stores: AsyncGroups,
+    copies: AsyncGroups,
+    /// The warp cannot proceed before this cycle (an atomic's result feeds its control flow).
+    sync_until: u64,
+    /// Per counter, how many `AtomicAdd`s this warp has executed.
+    atomics: Vec<u32>,
     regs: u32,
     /// Set at issue by a blocking instruction (bar.sync) and cleared by whoever releases it.
     hold: Option<State>,
     issued: u64,
+}
+
+impl Warp {
+    /// A result this warp's later instructions read is ready at `ready`; while waiting for
+    /// it the warp is in `kind` (the latest-arriving result names the stall).
+    fn scoreboard(&mut self, ready: u64, kind: State) {
+        if ready >= self.reg_ready {
+            self.reg_ready = ready;
+            self.reg_kind = kind;
+        }
+    }
 }
 
 struct WarpGroup {
@@ -139,6 +172,20 @@ struct Cta {
     pool: RegPool,
     reg_waiters: Vec<u32>,
     live_warps: u32,
+    /// Per counter, the values the CTA's atomics fetched and when each was back.
+    atomics: Vec<Vec<(i64, u64)>>,
+}
+
+/// One SM's shared units and its CTA slots.
+#[derive(Default)]
+struct Sm {
+    port: Server,
+    tensor: TensorPipe,
+    tma_issue: Server,
+    tma_covered_until: u64,
+    tma_busy: u64,
+    resident: u32,
+    launched: u32,
 }
 
 #[derive(Default)]
@@ -149,7 +196,8 @@ struct Partition {
     /// Slots whose warp could issue at the last evaluation.
     eligible: u32,
     last: Option<usize>,
-    pipes: [Server; 3],
+    /// ALU, FMA, MUFU and the tensor core as used by mma.sync.
+    pipes: [Server; 4],
     issued: u64,
 }
 
@@ -162,10 +210,12 @@ pub struct UnitBusy {
     pub fma: u64,
     pub alu: u64,
     pub mufu: u64,
+    /// Partition tensor cores running mma.sync, summed over partitions.
+    pub mma: u64,
     /// Cycles with at least one TMA load in flight.
     pub tma: u64,
-    /// Cycles the temporary memory path was transferring.
-    pub memory: u64,
+    /// Cycles the SMs' ports to L2 were transferring.
+    pub l2_port: u64,
     /// Issue slots used, summed over partitions.
     pub issue: u64,
 }
@@ -186,13 +236,17 @@ pub struct WarpResult {
 #[derive(Clone, Debug)]
 pub struct RunStats {
     pub cycles: u64,
+    /// SMs that ran at least one CTA; unit busy cycles are summed over them.
+    pub sms_used: u32,
+    /// CTAs each SM ran, by SM.
+    pub ctas_per_sm_run: Vec<u32>,
     pub warps: Vec<WarpResult>,
     pub units: UnitBusy,
     pub partitions: u32,
     pub flops: u64,
     pub instructions: u64,
     pub events: u64,
-    pub memory_bytes: u64,
+    pub mem: MemStats,
     pub occupancy: Occupancy,
 }
 
@@ -203,23 +257,25 @@ pub struct Engine<'a> {
     now: u64,
     q: EventQueue<Event>,
     rng: ChaCha8Rng,
+    sms: Vec<Sm>,
+    /// All SMs' partitions, SM-major.
     parts: Vec<Partition>,
-    port: Server,
-    tensor: TensorPipe,
-    tma_issue: Server,
-    tma_covered_until: u64,
-    tma_busy: u64,
-    memory: Memory,
+    /// Bitset over `parts`: partitions with a warp to evaluate or an eligible warp.
+    active: Vec<u64>,
+    mem: MemSys,
     warps: Vec<Warp>,
     wgs: Vec<WarpGroup>,
     ctas: Vec<Cta>,
     next_block: u32,
-    resident: u32,
     occ: Occupancy,
     /// Addresses: tensors laid out one after another, 4 KiB aligned.
     tensor_base: Vec<u64>,
     /// Latest cycle any booked work ends (kernel end covers in-flight work).
     horizon: u64,
+    mma_flops: u64,
+    /// Global atomic counters, and where they live (after the tensors).
+    counters: Vec<i64>,
+    counter_base: u64,
     error: Option<SimError>,
 }
 
@@ -228,12 +284,17 @@ fn pipe_index(p: Pipe) -> usize {
         Pipe::Alu => 0,
         Pipe::Fma => 1,
         Pipe::Mufu => 2,
+        Pipe::Mma => 3,
     }
 }
 
+/// FLOPs of one mma.sync m16n8k16.
+const MMA_FLOPS: u64 = 2 * 16 * 8 * 16;
+
 impl<'a> Engine<'a> {
     pub fn new(k: &'a Kernel, p: &'a Preset, cfg: Config) -> Self {
-        let parts = (0..p.sm.partitions)
+        let nparts = (p.sm.count * p.sm.partitions) as usize;
+        let parts = (0..nparts)
             .map(|_| Partition {
                 slots: vec![None; p.sm.warps_per_partition as usize],
                 ..Default::default()
@@ -249,24 +310,23 @@ impl<'a> Engine<'a> {
             k,
             p,
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
+            mem: MemSys::new(p, cfg.clock_mhz),
             cfg,
             now: 0,
             q: EventQueue::default(),
+            sms: (0..p.sm.count).map(|_| Sm::default()).collect(),
+            active: vec![0; nparts.div_ceil(64)],
             parts,
-            port: Server::default(),
-            tensor: TensorPipe::default(),
-            tma_issue: Server::default(),
-            tma_covered_until: 0,
-            tma_busy: 0,
-            memory: Memory::new(&p.memory),
             warps: Vec::new(),
             wgs: Vec::new(),
             ctas: Vec::new(),
             next_block: 0,
-            resident: 0,
             occ: occupancy(k, p),
             tensor_base,
             horizon: 0,
+            mma_flops: 0,
+            counters: k.counters.iter().map(|(_, v)| *v).collect(),
+            counter_base: next,
             error: None,
         }
     }
@@ -288,15 +348,20 @@ impl<'a> Engine<'a> {
             while let Some((_, ev)) = self.q.pop_due(self.now) {
                 self.handle(ev);
             }
-            let mut active = false;
-            for p in 0..self.parts.len() {
-                let part = &self.parts[p];
-                if part.check | part.eligible != 0 {
+            for word in 0..self.active.len() {
+                let mut bits = self.active[word];
+                while bits != 0 {
+                    let b = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    let p = word * 64 + b;
                     self.tick(p);
                     let part = &self.parts[p];
-                    active |= part.check | part.eligible != 0;
+                    if part.check | part.eligible == 0 {
+                        self.active[word] &= !(1 << b);
+                    }
                 }
             }
+            let active = self.active.iter().any(|&w| w != 0);
             if let Some(e) = self.error.take() {
                 return Err(e);
             }
@@ -326,14 +391,16 @@ impl<'a> Engine<'a> {
         let end = self.now.max(self.horizon);
         let p = self.p;
         let pipe_busy = |i: usize| self.parts.iter().map(|pt| pt.pipes[i].busy()).sum::<u64>();
+        let mem = self.mem.stats();
         let units = UnitBusy {
-            tensor: self.tensor.busy(),
-            smem: self.port.busy(),
+            tensor: self.sms.iter().map(|sm| sm.tensor.busy()).sum(),
+            smem: self.sms.iter().map(|sm| sm.port.busy()).sum(),
             alu: pipe_busy(0),
             fma: pipe_busy(1),
             mufu: pipe_busy(2),
-            tma: self.tma_busy,
-            memory: self.memory.busy(),
+            mma: pipe_busy(3),
+            tma: self.sms.iter().map(|sm| sm.tma_busy).sum(),
+            l2_port: mem.port_busy_total,
             issue: self.parts.iter().map(|pt| pt.issued).sum(),
         };
         let warps = self
@@ -353,13 +420,15 @@ impl<'a> Engine<'a> {
             .collect();
         RunStats {
             cycles: end,
+            sms_used: self.sms.iter().filter(|sm| sm.launched > 0).count() as u32,
+            ctas_per_sm_run: self.sms.iter().map(|sm| sm.launched).collect(),
             warps,
             units,
             partitions: p.sm.partitions,
-            flops: self.tensor.flops(),
+            flops: self.sms.iter().map(|sm| sm.tensor.flops()).sum::<u64>() + self.mma_flops,
             instructions: self.parts.iter().map(|pt| pt.issued).sum(),
             events: self.q.pushed(),
-            memory_bytes: self.memory.bytes(),
+            mem,
             occupancy: self.occ,
         }
     }
@@ -380,16 +449,25 @@ impl<'a> Engine<'a> {
 
     // ---------------------------------------------------------------- CTAs
 
+    /// Dispatches CTAs in block-id order, each to the SM with room that holds the fewest
+    /// (lowest id on a tie): the first wave spreads over all SMs, later CTAs refill as CTAs retire.
     fn launch_ctas(&mut self) {
-        while self.next_block < self.k.grid && self.resident < self.occ.ctas {
+        while self.next_block < self.k.grid {
+            let Some(sm) = (0..self.sms.len())
+                .filter(|&i| self.sms[i].resident < self.occ.ctas)
+                .min_by_key(|&i| self.sms[i].resident)
+            else {
+                return;
+            };
             let block = self.next_block;
             self.next_block += 1;
-            self.resident += 1;
-            self.launch_cta(block);
+            self.sms[sm].resident += 1;
+            self.sms[sm].launched += 1;
+            self.launch_cta(sm as u32, block);
         }
     }
 
-    fn launch_cta(&mut self, block: u32) {
+    fn launch_cta(&mut self, sm: u32, block: u32) {
         let k = self.k;
         let cta_idx = self.ctas.len() as u32;
         let mut mbars = Vec::new();
@@ -407,6 +485,7 @@ impl<'a> Engine<'a> {
             pool: RegPool::new(self.p.regs.alloc_unit),
             reg_waiters: Vec::new(),
             live_warps: k.warps_per_cta(),
+            atomics: vec![Vec::new(); k.counters.len()],
         });
         let mut warp_in_cta = 0u32;
         for (r, role) in k.roles.iter().enumerate() {
@@ -414,7 +493,8 @@ impl<'a> Engine<'a> {
                 let wg_idx = self.wgs.len() as u32;
                 let mut members = [0u32; WARPS_PER_WARPGROUP as usize];
                 for (w, member) in members.iter_mut().enumerate() {
-                    let partition = (warp_in_cta % self.p.sm.partitions) as usize;
+                    let partition =
+                        (sm * self.p.sm.partitions + warp_in_cta % self.p.sm.partitions) as usize;
                     let part = &mut self.parts[partition];
                     let Some(slot_idx) = part.slots.iter().position(Option::is_none) else {
                         unreachable!("occupancy admits only CTAs whose warps fit the partitions")
@@ -422,16 +502,19 @@ impl<'a> Engine<'a> {
                     let id = self.warps.len() as u32;
                     part.slots[slot_idx] = Some(id);
                     part.check |= 1 << slot_idx;
+                    self.active[partition / 64] |= 1 << (partition % 64);
                     let mut env = vec![0i64; role.slots as usize];
                     env[slot::WARP as usize] = w as i64;
                     env[slot::WG as usize] = wg as i64;
                     env[slot::WARP_ID as usize] = warp_in_cta as i64;
                     env[slot::CTA as usize] = block as i64;
+                    env[slot::NUM_CTAS as usize] = k.grid as i64;
                     self.warps.push(Warp {
+                        sm,
                         cta: cta_idx,
                         role: r as u16,
                         wg: wg_idx,
-                        partition: partition as u8,
+                        partition: partition as u32,
                         slot: slot_idx as u8,
                         pc: 0,
                         env,
@@ -441,8 +524,10 @@ impl<'a> Engine<'a> {
                         reg_kind: State::Wait,
                         hgmma_issued: 0,
                         wgmma_groups: VecDeque::new(),
-                        store_pending: 0,
-                        store_groups: VecDeque::new(),
+                        stores: AsyncGroups::default(),
+                        copies: AsyncGroups::default(),
+                        sync_until: 0,
+                        atomics: vec![0; k.counters.len()],
                         regs: k.regs_per_thread,
                         hold: None,
                         issued: 0,
@@ -468,12 +553,13 @@ impl<'a> Engine<'a> {
             warp.slot as usize,
             warp.cta as usize,
         );
+        let warp_sm = warp.sm as usize;
         self.parts[p].slots[s] = None;
         self.parts[p].eligible &= !(1 << s);
         self.parts[p].check &= !(1 << s);
         self.ctas[cta].live_warps -= 1;
         if self.ctas[cta].live_warps == 0 {
-            self.resident -= 1;
+            self.sms[warp_sm].resident -= 1;
             self.launch_ctas();
         }
     }
@@ -489,15 +575,21 @@ impl<'a> Engine<'a> {
             Event::Wake(w) => {
                 let warp = &self.warps[w as usize];
                 if warp.acct.exited().is_none() {
-                    self.parts[warp.partition as usize].check |= 1 << warp.slot;
+                    let p = warp.partition as usize;
+                    self.parts[p].check |= 1 << warp.slot;
+                    self.active[p / 64] |= 1 << (p % 64);
                 }
             }
-            Event::TensorDone => {
-                if let Some(h) = self.tensor.finish() {
+            Event::Release(w) => {
+                self.warps[w as usize].hold = None;
+                self.handle(Event::Wake(w));
+            }
+            Event::TensorDone(sm) => {
+                if let Some(h) = self.sms[sm as usize].tensor.finish() {
                     let t = self.now + self.p.tensor.extra_latency;
                     self.q.push(t, Event::HgmmaComplete(h.warpgroup));
                 }
-                self.start_tensor();
+                self.start_tensor(sm);
             }
             Event::HgmmaComplete(wg) => {
                 let g = &mut self.wgs[wg as usize];
@@ -516,23 +608,39 @@ impl<'a> Engine<'a> {
                 }
             }
             Event::TmaChunk {
+                sm,
+                cta,
+                bar,
+                bytes,
+                complete,
+            } => {
+                let arrived = self.mem.port(sm, self.now, bytes);
+                let ev = Event::TmaWrite {
+                    sm,
+                    cta,
+                    bar,
+                    bytes,
+                    complete,
+                };
+                self.q.push(arrived, ev);
+            }
+            Event::TmaWrite {
+                sm,
                 cta,
                 bar,
                 bytes,
                 complete,
             } => {
                 let cycles = bytes.div_ceil(self.p.smem.bytes_per_cycle());
-                let (_, end) = self.port.book(self.now, cycles);
+                let (_, end) = self.sms[sm as usize].port.book(self.now, cycles);
                 self.book_horizon(end);
                 if let Some(total) = complete {
-                    self.q.push(
-                        end,
-                        Event::TxComplete {
-                            cta,
-                            bar,
-                            bytes: total,
-                        },
-                    );
+                    let ev = Event::TxComplete {
+                        cta,
+                        bar,
+                        bytes: total,
+                    };
+                    self.q.push(end, ev);
                 }
             }
             Event::TxComplete { cta, bar, bytes } => {
@@ -543,14 +651,15 @@ impl<'a> Engine<'a> {
         }
     }
 
-    fn start_tensor(&mut self) {
+    fn start_tensor(&mut self, sm: u32) {
         let bpc = self.p.smem.bytes_per_cycle();
+        let unit = &mut self.sms[sm as usize];
         if let Some(end) =
-            self.tensor
-                .start_next(self.now, self.p.tensor.flops_per_cycle, &mut self.port, bpc)
+            unit.tensor
+                .start_next(self.now, self.p.tensor.flops_per_cycle, &mut unit.port, bpc)
         {
             self.book_horizon(end);
-            self.q.push(end, Event::TensorDone);
+            self.q.push(end, Event::TensorDone(sm));
         }
     }
 
@@ -713,22 +822,25 @@ impl<'a> Engine<'a> {
         Ok(b.base + i as u64 * b.slot_bytes)
     }
 
-    /// The 32 lanes' addresses of a per-lane expression.
+    /// The 32 lanes' addresses of a per-lane expression; each lane's `width` bytes must lie
+    /// inside `limit` bytes from `base`.
     fn lane_addrs(
         &mut self,
         w: u32,
         addr: &Code,
         base: u64,
         limit: u64,
+        width: u32,
         what: &str,
     ) -> Result<Vec<u64>, String> {
         let mut out = Vec::with_capacity(WARP_SIZE as usize);
         for lane in 0..WARP_SIZE as i64 {
             self.warps[w as usize].env[slot::LANE as usize] = lane;
             let a = self.eval(w, addr)?;
-            if a < 0 || a as u64 >= limit {
+            if a < 0 || a as u64 + width as u64 > limit {
                 return Err(format!(
-                    "lane {lane} addresses byte {a}, outside {what} ({limit} bytes)"
+                    "lane {lane} accesses bytes {a}..{}, outside {what} ({limit} bytes)",
+                    a + width as i64
                 ));
             }
             out.push(base + a as u64);
@@ -741,6 +853,10 @@ impl<'a> Engine<'a> {
     fn evaluate(&mut self, w: u32) -> Result<Outcome, String> {
         if let Some(s) = self.warps[w as usize].hold {
             return Ok(Outcome::Blocked(s));
+        }
+        let sync = self.warps[w as usize].sync_until;
+        if sync > self.now {
+            return Ok(Outcome::StallUntil(State::LongScoreboard, sync));
         }
         let code = &self.k.roles[self.warps[w as usize].role as usize].code;
         let mut steps = 0u32;
@@ -789,6 +905,11 @@ impl<'a> Engine<'a> {
                     warp.pc = if c == 0 { *target } else { pc as u32 + 1 };
                 }
                 Op::Jump { target } => warp.pc = *target,
+                Op::Set { slot, value } => {
+                    warp.env[*slot as usize] =
+                        value.eval(&warp.env).map_err(|e| format!("let: {e}"))?;
+                    warp.pc += 1;
+                }
                 Op::Issue(inst) => match self.can_issue(w, inst)? {
                     Some(outcome) => return Ok(outcome),
                     // An instruction with nothing to do (a zero count): skip it.
@@ -835,7 +956,10 @@ impl<'a> Engine<'a> {
                 } else {
                     let target = warp.wgmma_groups[pending - n - 1];
                     let wg = warp.wg as usize;
-                    self.wgs[wg].waiters.push((w, target));
+                    let list = &mut self.wgs[wg].waiters;
+                    if !list.contains(&(w, target)) {
+                        list.push((w, target));
+                    }
                     Outcome::Blocked(State::WgmmaWait)
                 }
             }
@@ -846,28 +970,30 @@ impl<'a> Engine<'a> {
                 if cta.mbars[b as usize].passes(parity) {
                     Outcome::Ready
                 } else {
-                    cta.mbar_waiters[b as usize].push((w, parity));
+                    let list = &mut cta.mbar_waiters[b as usize];
+                    if !list.contains(&(w, parity)) {
+                        list.push((w, parity));
+                    }
                     Outcome::Blocked(State::MbarrierWait)
                 }
             }
             Inst::TmaLoad { .. } | Inst::TmaStore { .. } => {
-                let free = self.tma_issue.next_free();
+                let free = self.sms[warp.sm as usize].tma_issue.next_free();
                 if free > now {
                     Outcome::StallUntil(State::MioThrottle, free)
                 } else {
                     Outcome::Ready
                 }
             }
-            Inst::TmaStoreWait { n } => {
+            Inst::TmaStoreWait { n } | Inst::CpAsyncWait { n } => {
                 let n = self.eval(w, n)?.max(0) as usize;
                 let warp = &mut self.warps[w as usize];
-                while warp.store_groups.front().is_some_and(|&t| t <= now) {
-                    warp.store_groups.pop_front();
-                }
-                // All but the `n` most recently committed groups must be complete.
-                let older = warp.store_groups.len().saturating_sub(n);
-                match warp.store_groups.iter().take(older).max() {
-                    Some(&t) => Outcome::StallUntil(State::BulkWait, t),
+                let groups = match inst {
+                    Inst::TmaStoreWait { .. } => &mut warp.stores,
+                    _ => &mut warp.copies,
+                };
+                match groups.wait_until(now, n) {
+                    Some(t) => Outcome::StallUntil(State::BulkWait, t),
                     None => Outcome::Ready,
                 }
             }
@@ -876,17 +1002,20 @@ impl<'a> Engine<'a> {
                 if cta.pool.can_resize(warp.regs, *regs) {
                     Outcome::Ready
                 } else {
-                    cta.reg_waiters.push(w);
+                    if !cta.reg_waiters.contains(&w) {
+                        cta.reg_waiters.push(w);
+                    }
                     Outcome::Blocked(State::Setmaxnreg)
                 }
             }
             Inst::Shared { store, .. } => {
-                let backlog_ok = self.port.next_free() <= now + self.p.smem.queue_cycles;
+                let port_free = self.sms[warp.sm as usize].port.next_free();
+                let backlog_ok = port_free <= now + self.p.smem.queue_cycles;
                 match scoreboard {
                     Some(stall) if *store => stall,
                     _ if !backlog_ok => Outcome::StallUntil(
                         State::MioThrottle,
-                        self.port.next_free() - self.p.smem.queue_cycles,
+                        port_free - self.p.smem.queue_cycles,
                     ),
                     _ => Outcome::Ready,
                 }
@@ -894,6 +1023,9 @@ impl<'a> Engine<'a> {
             Inst::Global { store: true, .. } => scoreboard.unwrap_or(Outcome::Ready),
             Inst::Global { store: false, .. }
             | Inst::TmaStoreCommit
+            | Inst::CpAsyncCommit
+            | Inst::CpAsync { .. }
+            | Inst::AtomicAdd { .. }
             | Inst::Arrive { .. }
             | Inst::ArriveExpectTx { .. }
             | Inst::ExpectTx { .. }
@@ -925,24 +1057,36 @@ impl<'a> Engine<'a> {
                     }
                     self.warps[w as usize].progress = n as u32;
                 }
-                let pp = match pipe {
-                    Pipe::Alu => &self.p.pipes.alu,
-                    Pipe::Fma => &self.p.pipes.fma,
-                    Pipe::Mufu => &self.p.pipes.mufu,
+                let (cycles, latency, kind) = match pipe {
+                    Pipe::Alu => (
+                        self.p.pipes.alu.cycles_per_warp_instr(),
+                        self.p.pipes.alu.latency,
+                        State::Wait,
+                    ),
+                    Pipe::Fma => (
+                        self.p.pipes.fma.cycles_per_warp_instr(),
+                        self.p.pipes.fma.latency,
+                        State::Wait,
+                    ),
+                    Pipe::Mufu => (
+                        self.p.pipes.mufu.cycles_per_warp_instr(),
+                        self.p.pipes.mufu.latency,
+                        State::ShortScoreboard,
+                    ),
+                    Pipe::Mma => (
+                        self.p.tensor.mma_cycles,
+                        self.p.tensor.mma_latency,
+                        State::Wait,
+                    ),
                 };
-                let warp = &mut self.warps[w as usize];
-                let (start, end) = self.parts[warp.partition as usize].pipes[pipe_index(*pipe)]
-                    .book(now, pp.cycles_per_warp_instr());
-                self.horizon = self.horizon.max(end);
-                let ready = start + pp.latency;
-                if ready >= warp.reg_ready {
-                    warp.reg_ready = ready;
-                    warp.reg_kind = if *pipe == Pipe::Mufu {
-                        State::ShortScoreboard
-                    } else {
-                        State::Wait
-                    };
+                if *pipe == Pipe::Mma {
+                    self.mma_flops += MMA_FLOPS;
                 }
+                let warp = &mut self.warps[w as usize];
+                let (start, end) =
+                    self.parts[warp.partition as usize].pipes[pipe_index(*pipe)].book(now, cycles);
+                self.horizon = self.horizon.max(end);
+                warp.scoreboard(start + latency, kind);
                 warp.progress -= 1;
                 advance = warp.progress == 0;
             }
@@ -954,7 +1098,7 @@ impl<'a> Engine<'a> {
                 warp.progress -= 1;
                 advance = warp.progress == 0;
                 warp.hgmma_issued += 1;
-                let wg = warp.wg as usize;
+                let (wg, sm) = (warp.wg as usize, warp.sm);
                 let ready = self.wgs[wg]
                     .warps
                     .iter()
@@ -964,14 +1108,14 @@ impl<'a> Engine<'a> {
                 // The HGMMA starts once all four warps of the warpgroup have issued it.
                 while self.wgs[wg].submitted < ready {
                     self.wgs[wg].submitted += 1;
-                    self.tensor.submit(Hgmma {
+                    self.sms[sm as usize].tensor.submit(Hgmma {
                         warpgroup: wg as u32,
                         n: *n,
                         a_smem: a.is_some(),
                     });
                 }
-                if self.tensor.is_idle() {
-                    self.start_tensor();
+                if self.sms[sm as usize].tensor.is_idle() {
+                    self.start_tensor(sm);
                 }
             }
             Inst::WgmmaFence | Inst::WgmmaWait { .. } | Inst::Wait { .. } => {}
@@ -986,67 +1130,167 @@ impl<'a> Engine<'a> {
             Inst::ArriveExpectTx { bar, bytes } => {
                 let b = self.bar_index(w, bar)?;
                 let bytes = self.tx_bytes(w, bytes)?;
-                let cta = self.warps[w as usize].cta as usize;
-                self.ctas[cta].mbars[b as usize].expect_tx(bytes);
+                let cta = self.warps[w as usize].cta;
+                if self.ctas[cta as usize].mbars[b as usize].expect_tx(bytes) {
+                    self.phase_completed(cta, b);
+                }
                 self.arrive(w, b, 1)?;
             }
             Inst::ExpectTx { bar, bytes } => {
                 let b = self.bar_index(w, bar)?;
                 let bytes = self.tx_bytes(w, bytes)?;
-                let cta = self.warps[w as usize].cta as usize;
-                self.ctas[cta].mbars[b as usize].expect_tx(bytes);
+                let cta = self.warps[w as usize].cta;
+                if self.ctas[cta as usize].mbars[b as usize].expect_tx(bytes) {
+                    self.phase_completed(cta, b);
+                }
             }
             Inst::TmaLoad {
-                dst, bar, bytes, ..
+                tensor,
+                coords,
+                dst,
+                bar,
+                bytes,
             } => {
                 self.slot_base(w, dst)?;
                 let b = self.bar_index(w, bar)?;
-                let cta = self.warps[w as usize].cta;
-                let (start, _) = self.tma_issue.book(now, self.p.tma.issue_cycles);
-                let chunk = self.p.tma.chunk_bytes;
-                let chunks = bytes.div_ceil(chunk);
-                let mut last = start;
-                for i in 0..chunks {
-                    let size = chunk.min(bytes - i * chunk);
-                    let arrive =
-                        self.memory
-                            .request(start, size, self.p.tma.extra_latency, &mut self.rng);
-                    last = last.max(arrive);
-                    let complete = (i + 1 == chunks).then_some(*bytes);
-                    self.q.push(
-                        arrive,
-                        Event::TmaChunk {
+                let spans = self.tma_spans(w, *tensor, coords, dst.buf)?;
+                let (sm, cta) = (self.warps[w as usize].sm, self.warps[w as usize].cta);
+                let (start, _) = self.sms[sm as usize]
+                    .tma_issue
+                    .book(now, self.p.tma.issue_cycles);
+                let at = start + self.p.tma.extra_latency;
+                // Group the box's spans into chunks that stream back independently.
+                let mut chunks: Vec<(u64, u64)> = Vec::new();
+                let (mut ready, mut size) = (at, 0u64);
+                for (addr, len) in spans {
+                    let mut off = 0;
+                    while off < len {
+                        let piece = (len - off).min(self.p.tma.chunk_bytes - size);
+                        ready = ready.max(self.mem.read(sm, at, addr + off, piece, &mut self.rng));
+                        size += piece;
+                        off += piece;
+                        if size == self.p.tma.chunk_bytes {
+                            chunks.push((ready, size));
+                            (ready, size) = (at, 0);
+                        }
+                    }
+                }
+                if size > 0 {
+                    chunks.push((ready, size));
+                }
+                let last = chunks.iter().map(|c| c.0).max().unwrap_or(at);
+                match chunks.len() {
+                    // Entirely outside the tensor: zero fill, no traffic.
+                    0 => self.q.push(
+                        at,
+                        Event::TxComplete {
                             cta,
                             bar: b,
-                            bytes: size,
-                            complete,
+                            bytes: *bytes,
                         },
-                    );
+                    ),
+                    n => {
+                        for (i, (t, size)) in chunks.into_iter().enumerate() {
+                            let complete = (i + 1 == n).then_some(*bytes);
+                            let ev = Event::TmaChunk {
+                                sm,
+                                cta,
+                                bar: b,
+                                bytes: size,
+                                complete,
+                            };
+                            // The last chunk completes the box, so it must arrive last.
+                            self.q.push(if i + 1 == n { last } else { t }, ev);
+                        }
+                    }
                 }
                 self.book_horizon(last);
                 // Cycles with at least one load in flight (loads are issued in time order).
-                self.tma_busy += last.saturating_sub(now.max(self.tma_covered_until));
-                self.tma_covered_until = self.tma_covered_until.max(last);
+                let unit = &mut self.sms[sm as usize];
+                unit.tma_busy += last.saturating_sub(now.max(unit.tma_covered_until));
+                unit.tma_covered_until = unit.tma_covered_until.max(last);
             }
-            Inst::TmaStore { src, bytes, .. } => {
+            Inst::TmaStore {
+                tensor,
+                coords,
+                src,
+                bytes,
+            } => {
                 self.slot_base(w, src)?;
-                let (start, _) = self.tma_issue.book(now, self.p.tma.issue_cycles);
-                let (_, read_end) = self
+                let spans = self.tma_spans(w, *tensor, coords, src.buf)?;
+                let sm = self.warps[w as usize].sm;
+                let unit = &mut self.sms[sm as usize];
+                let (start, _) = unit.tma_issue.book(now, self.p.tma.issue_cycles);
+                let (_, read_end) = unit
                     .port
                     .book(start, bytes.div_ceil(self.p.smem.bytes_per_cycle()));
-                let done =
-                    self.memory
-                        .request(read_end, *bytes, self.p.tma.extra_latency, &mut self.rng);
+                let traffic: u64 = spans.iter().map(|s| s.1).sum();
+                let sent = self.mem.port(sm, read_end, traffic);
+                let mut done = sent;
+                for (addr, len) in spans {
+                    done = done.max(self.mem.write(sm, sent, addr, len, &mut self.rng));
+                }
                 self.book_horizon(done);
-                let warp = &mut self.warps[w as usize];
-                warp.store_pending = warp.store_pending.max(done);
+                self.warps[w as usize].stores.add(done);
             }
-            Inst::TmaStoreCommit => {
-                let warp = &mut self.warps[w as usize];
-                let t = std::mem::take(&mut warp.store_pending);
-                warp.store_groups.push_back(t);
+            Inst::TmaStoreCommit => self.warps[w as usize].stores.commit(),
+            Inst::CpAsyncCommit => self.warps[w as usize].copies.commit(),
+            Inst::TmaStoreWait { .. } | Inst::CpAsyncWait { .. } => {}
+            Inst::CpAsync {
+                tensor,
+                src,
+                dst,
+                addr,
+                width,
+            } => {
+                let t = &self.k.tensors[*tensor as usize];
+                let base = self.tensor_base[*tensor as usize];
+                let from = self.lane_addrs(w, src, base, t.bytes, *width, "the tensor")?;
+                let slot = self.slot_base(w, dst)?;
+                let limit = self.k.buffers[dst.buf as usize].slot_bytes;
+                let to = self.lane_addrs(w, addr, slot, limit, *width, "the slot")?;
+                let sector = self.p.memory.sector_bytes;
+                let sectors = gmem::sectors(&from, *width, sector);
+                let sm = self.warps[w as usize].sm;
+                let mut back = self.mem.port(sm, now, sectors.len() as u64 * sector);
+                for s in sectors {
+                    back = back.max(self.mem.read(sm, now, s * sector, sector, &mut self.rng));
+                }
+                // The shared-memory write is booked at issue (keeping the port in time order);
+                // the copy completes when both the data and the write are through.
+                let wf = smem::wavefronts(&to, *width, self.p.smem.banks, self.p.smem.bank_bytes);
+                let (_, written) = self.sms[sm as usize].port.book(now, wf as u64);
+                let done = back.max(written);
+                self.book_horizon(done);
+                self.warps[w as usize].copies.add(done);
             }
-            Inst::TmaStoreWait { .. } => {}
+            Inst::AtomicAdd { counter, add, slot } => {
+                let c = *counter as usize;
+                let add = self.eval(w, add)?;
+                let (sm, cta) = (
+                    self.warps[w as usize].sm,
+                    self.warps[w as usize].cta as usize,
+                );
+                let k = self.warps[w as usize].atomics[c] as usize;
+                self.warps[w as usize].atomics[c] += 1;
+                let (value, ready) = match self.ctas[cta].atomics[c].get(k) {
+                    Some(&r) => r,
+                    None => {
+                        // One L2 round trip on the counter's line.
+                        let addr = self.counter_base + c as u64 * 128;
+                        let ready = self.mem.write(sm, now, addr, 4, &mut self.rng);
+                        let old = self.counters[c];
+                        self.counters[c] = old
+                            .checked_add(add)
+                            .ok_or_else(|| "atomic counter overflow".to_string())?;
+                        self.ctas[cta].atomics[c].push((old, ready));
+                        (old, ready)
+                    }
+                };
+                let warp = &mut self.warps[w as usize];
+                warp.env[*slot as usize] = value;
+                warp.sync_until = warp.sync_until.max(ready);
+            }
             Inst::BarSync { id, threads } => {
                 let id = self.named_id(w, id)?;
                 self.bar_arrive(w, id, *threads, true)?;
@@ -1083,15 +1327,15 @@ impl<'a> Engine<'a> {
             } => {
                 let base = self.slot_base(w, s)?;
                 let limit = self.k.buffers[s.buf as usize].slot_bytes;
-                let addrs = self.lane_addrs(w, addr, base, limit, "the slot")?;
+                let addrs = self.lane_addrs(w, addr, base, limit, *width, "the slot")?;
                 let wf =
                     smem::wavefronts(&addrs, *width, self.p.smem.banks, self.p.smem.bank_bytes);
-                let (_, end) = self.port.book(now, wf as u64);
+                let sm = self.warps[w as usize].sm as usize;
+                let (_, end) = self.sms[sm].port.book(now, wf as u64);
                 self.book_horizon(end);
                 if !*store {
-                    let warp = &mut self.warps[w as usize];
-                    warp.reg_ready = warp.reg_ready.max(end + self.p.smem.latency);
-                    warp.reg_kind = State::ShortScoreboard;
+                    let ready = end + self.p.smem.latency;
+                    self.warps[w as usize].scoreboard(ready, State::ShortScoreboard);
                 }
             }
             Inst::Global {
@@ -1102,15 +1346,30 @@ impl<'a> Engine<'a> {
             } => {
                 let t = &self.k.tensors[*tensor as usize];
                 let base = self.tensor_base[*tensor as usize];
-                let addrs = self.lane_addrs(w, addr, base, t.bytes, "the tensor")?;
-                let sectors = gmem::sectors(&addrs, *width, self.p.memory.sector_bytes);
-                let bytes = sectors as u64 * self.p.memory.sector_bytes;
-                let done = self.memory.request(now, bytes, 0, &mut self.rng);
+                let addrs = self.lane_addrs(w, addr, base, t.bytes, *width, "the tensor")?;
+                let sector = self.p.memory.sector_bytes;
+                let sectors = gmem::sectors(&addrs, *width, sector);
+                let bytes = sectors.len() as u64 * sector;
+                let sm = self.warps[w as usize].sm;
+                let done = if *store {
+                    let sent = self.mem.port(sm, now, bytes);
+                    let mut done = sent;
+                    for s in sectors {
+                        done =
+                            done.max(self.mem.write(sm, sent, s * sector, sector, &mut self.rng));
+                    }
+                    done
+                } else {
+                    // The port is booked at issue so its bookings stay in time order.
+                    let mut back = self.mem.port(sm, now, bytes);
+                    for s in sectors {
+                        back = back.max(self.mem.read(sm, now, s * sector, sector, &mut self.rng));
+                    }
+                    back
+                };
                 self.book_horizon(done);
                 if !*store {
-                    let warp = &mut self.warps[w as usize];
-                    warp.reg_ready = warp.reg_ready.max(done);
-                    warp.reg_kind = State::LongScoreboard;
+                    self.warps[w as usize].scoreboard(done, State::LongScoreboard);
                 }
             }
         }
@@ -1118,6 +1377,27 @@ impl<'a> Engine<'a> {
             self.warps[w as usize].pc += 1;
         }
         Ok(())
+    }
+
+    /// The global-memory spans (absolute addresses) of the TMA box of buffer `buf` at `coords`.
+    fn tma_spans(
+        &self,
+        w: u32,
+        tensor: u16,
+        coords: &[Code],
+        buf: u16,
+    ) -> Result<Vec<(u64, u64)>, String> {
+        let t = &self.k.tensors[tensor as usize];
+        let c = coords
+            .iter()
+            .map(|c| self.eval(w, c))
+            .collect::<Result<Vec<i64>, String>>()?;
+        let base = self.tensor_base[tensor as usize];
+        let boxdims = &self.k.buffers[buf as usize].shape;
+        Ok(tma::box_spans(&t.shape, t.dtype.bytes(), &c, boxdims)
+            .into_iter()
+            .map(|(off, len)| (base + off, len))
+            .collect())
     }
 
     fn tx_bytes(&self, w: u32, bytes: &Code) -> Result<u64, String> {
@@ -1166,16 +1446,18 @@ impl<'a> Engine<'a> {
         let released = self.ctas[cta].named[id]
             .arrive(threads, wait.then_some(w))
             .map_err(|e| format!("named barrier {id}: {e}"))?;
-        match released {
-            Some(waiters) => {
-                let t = self.now + self.p.barriers.named_latency;
-                for waiter in waiters {
-                    self.warps[waiter as usize].hold = None;
-                    self.wake_at(waiter, t);
-                }
+        if wait {
+            self.warps[w as usize].hold = Some(State::NamedBarrier);
+        }
+        if let Some(mut waiters) = released {
+            // Every waiting participant, the last arriver too, resumes after the latency.
+            if wait {
+                waiters.push(w);
             }
-            None if wait => self.warps[w as usize].hold = Some(State::NamedBarrier),
-            None => {}
+            let t = self.now + self.p.barriers.named_latency;
+            for waiter in waiters {
+                self.q.push(t, Event::Release(waiter));
+            }
         }
         Ok(())
     }

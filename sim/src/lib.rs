@@ -4,11 +4,15 @@
 //! hardware models below, with numbers from a GPU preset ([`preset`]). [`run`] ties scenario
 //! loading, validation, simulation and reporting together for the CLI and the tests.
 
+pub mod analytic;
+pub mod async_groups;
 pub mod cta_scheduler;
 pub mod engine;
 pub mod gmem;
+pub mod hbm;
+pub mod l2;
 pub mod mbarrier;
-pub mod memory;
+pub mod memsys;
 pub mod named_barrier;
 pub mod preset;
 pub mod queue;
@@ -18,4 +22,5 @@ pub mod run;
 pub mod server;
 pub mod smem;
 pub mod tensor_core;
+pub mod tma;
 pub mod warp_state;

@@ -56,6 +56,8 @@ enum Command {
     },
     /// List the built-in GPU presets.
     Presets,
+    /// Analytic models: GEMM resources and roofline, autotuner steps, attention, decode.
+    Analyze(sim::analytic::cli::AnalyzeArgs),
 }
 
 fn parse_set(s: &str) -> Result<(String, i64), String> {
@@ -145,6 +147,7 @@ fn execute(cmd: Command) -> Result<(), String> {
             );
             Ok(())
         }
+        Command::Analyze(args) => sim::analytic::cli::run(&args).map(|text| print!("{text}")),
         Command::Presets => {
             for name in Preset::names() {
                 let p = Preset::builtin(name).map_err(|e| e.to_string())?;

@@ -58,9 +58,11 @@ impl MBarrier {
         Ok(self.try_complete())
     }
 
-    /// expect-tx: more bytes must land before the phase can complete.
-    pub fn expect_tx(&mut self, bytes: u64) {
+    /// expect-tx: more bytes must land before the phase can complete. Returns whether the
+    /// phase completed (bytes that landed early can be exactly balanced by it).
+    pub fn expect_tx(&mut self, bytes: u64) -> bool {
         self.tx += bytes as i64;
+        bytes > 0 && self.try_complete()
     }
 
     /// complete-tx (done by the TMA unit as bytes land); returns whether the phase completed.
@@ -108,10 +110,23 @@ mod tests {
         // complete-tx before expect-tx: tx goes negative, then back to zero.
         assert!(!b.complete_tx(64));
         assert_eq!(b.pending_tx(), -64);
-        b.expect_tx(64);
+        assert!(!b.expect_tx(64));
         assert_eq!(b.arrive(1), Ok(false));
         assert_eq!(b.arrive(1), Ok(true));
         assert_eq!(b.phase(), 1);
+    }
+
+    #[test]
+    fn early_bytes_balanced_by_expect_tx_complete_the_phase() {
+        let mut b = MBarrier::new(1);
+        b.arrive(1).unwrap_or_default(); // completes phase 0 (no bytes expected)
+        assert_eq!(b.phase(), 1);
+        // Phase 1: the arrival comes first, the bytes land, then expect-tx balances them.
+        b.expect_tx(0);
+        assert!(!b.complete_tx(32));
+        assert_eq!(b.arrive(1), Ok(false));
+        assert!(b.expect_tx(32));
+        assert_eq!(b.phase(), 2);
     }
 
     #[test]

@@ -4,7 +4,12 @@
 use serde::Deserialize;
 
 /// The built-in presets: (name, RON text).
-const BUILTIN: &[(&str, &str)] = &[("h100-sxm", include_str!("../presets/h100-sxm.ron"))];
+const BUILTIN: &[(&str, &str)] = &[
+    ("h100-sxm", include_str!("../presets/h100-sxm.ron")),
+    ("h200-sxm", include_str!("../presets/h200-sxm.ron")),
+    ("a100-sxm", include_str!("../presets/a100-sxm.ron")),
+    ("rtx3070", include_str!("../presets/rtx3070.ron")),
+];
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -54,6 +59,7 @@ pub struct Sm {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Regs {
+    pub has_setmaxnreg: bool,
     pub per_sm: u32,
     pub max_per_thread: u32,
     pub setmaxnreg_max: u32,
@@ -103,9 +109,13 @@ pub struct Pipes {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Tensor {
+    /// Dense 16-bit FLOP per cycle per SM (all four tensor cores).
     pub flops_per_cycle: u64,
     pub extra_latency: u64,
     pub has_wgmma: bool,
+    /// Cycles one mma.sync m16n8k16 holds its partition's tensor core, and its latency.
+    pub mma_cycles: u64,
+    pub mma_latency: u64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -128,10 +138,38 @@ pub struct Tma {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Memory {
-    pub latency: u64,
-    pub latency_jitter: u64,
-    pub bytes_per_cycle: u64,
     pub sector_bytes: u64,
+    pub latency_jitter: u64,
+    /// One SM's port to L2 (bytes per cycle).
+    pub sm_bytes_per_cycle: f64,
+    pub l2: L2,
+    pub hbm: Hbm,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct L2 {
+    pub bytes: u64,
+    pub partitions: u32,
+    pub line_bytes: u64,
+    pub ways: u32,
+    /// GPU-wide bandwidth, spread over `slices`.
+    pub bytes_per_cycle: f64,
+    pub slices: u32,
+    pub near_latency: u64,
+    pub far_latency: u64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hbm {
+    pub bandwidth_gbs: f64,
+    /// Sustained fraction of `bandwidth_gbs`.
+    pub efficiency: f64,
+    pub channels: u32,
+    pub interleave_bytes: u64,
+    /// Cycles beyond the L2 latency.
+    pub latency: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -199,13 +237,46 @@ impl Preset {
             ("tensor.flops_per_cycle", self.tensor.flops_per_cycle),
             ("tma.issue_cycles", self.tma.issue_cycles),
             ("tma.chunk_bytes", self.tma.chunk_bytes),
-            ("memory.bytes_per_cycle", self.memory.bytes_per_cycle),
             ("memory.sector_bytes", self.memory.sector_bytes),
+            ("memory.l2.line_bytes", self.memory.l2.line_bytes),
+            ("memory.l2.bytes", self.memory.l2.bytes),
+            ("memory.l2.ways", self.memory.l2.ways as u64),
+            ("memory.l2.slices", self.memory.l2.slices as u64),
+            ("memory.l2.partitions", self.memory.l2.partitions as u64),
+            ("memory.hbm.channels", self.memory.hbm.channels as u64),
+            (
+                "memory.hbm.interleave_bytes",
+                self.memory.hbm.interleave_bytes,
+            ),
+            ("tensor.mma_cycles", self.tensor.mma_cycles),
             ("regs.alloc_unit", self.regs.alloc_unit as u64),
         ] {
             if v == 0 {
                 return bad(format!("{field} must be positive"));
             }
+        }
+        for (field, v) in [
+            ("memory.sm_bytes_per_cycle", self.memory.sm_bytes_per_cycle),
+            ("memory.l2.bytes_per_cycle", self.memory.l2.bytes_per_cycle),
+            ("memory.hbm.bandwidth_gbs", self.memory.hbm.bandwidth_gbs),
+        ] {
+            if !(v > 0.0 && v.is_finite()) {
+                return bad(format!("{field} must be a positive number"));
+            }
+        }
+        let eff = self.memory.hbm.efficiency;
+        if !(eff > 0.0 && eff <= 1.0) {
+            return bad(format!("memory.hbm.efficiency = {eff} must be in (0, 1]"));
+        }
+        if !self
+            .memory
+            .l2
+            .line_bytes
+            .is_multiple_of(self.memory.sector_bytes)
+        {
+            return bad(
+                "memory.l2.line_bytes must be a multiple of memory.sector_bytes".to_string(),
+            );
         }
         if !(self.clock.loaded_mhz > 0.0 && self.clock.boost_mhz >= self.clock.loaded_mhz) {
             return bad("clock: need 0 < loaded_mhz <= boost_mhz".to_string());
@@ -218,6 +289,7 @@ impl Preset {
         isa::Limits {
             gpu: self.name.clone(),
             max_regs_per_thread: self.regs.max_per_thread,
+            has_setmaxnreg: self.regs.has_setmaxnreg,
             setmaxnreg_max: self.regs.setmaxnreg_max,
             regs_per_sm: self.regs.per_sm,
             reg_alloc_unit: self.regs.alloc_unit,
@@ -248,11 +320,36 @@ mod tests {
     }
 
     #[test]
+    fn every_builtin_preset_loads() {
+        for name in Preset::names() {
+            let p = Preset::builtin(name).unwrap();
+            assert_eq!(p.name, name);
+        }
+        // The seeds' device (seed-models.md 1).
+        let g = Preset::builtin("rtx3070").unwrap();
+        assert_eq!(
+            (
+                g.sm.count,
+                g.sm.max_threads,
+                g.regs.per_sm,
+                g.smem.per_sm,
+                g.smem.per_cta,
+                g.sm.max_ctas
+            ),
+            (46, 1536, 65536, 102400, 101376, 16)
+        );
+        assert_eq!(g.memory.hbm.bandwidth_gbs, 448.0);
+        let h200 = Preset::builtin("h200-sxm").unwrap();
+        assert_eq!(h200.memory.l2.bytes, 62_914_560);
+        assert_eq!(h200.memory.hbm.bandwidth_gbs, 4800.0);
+    }
+
+    #[test]
     fn unknown_preset_lists_the_known_ones() {
         let e = Preset::builtin("h101").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "unknown GPU preset `h101`; built-in presets: h100-sxm"
+            "unknown GPU preset `h101`; built-in presets: h100-sxm, h200-sxm, a100-sxm, rtx3070"
         );
     }
 

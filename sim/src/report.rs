@@ -15,10 +15,16 @@ pub struct Report {
     pub gpu: String,
     pub seed: u64,
     pub params: BTreeMap<String, i64>,
-    /// SMs simulated (one until the whole-GPU model lands).
+    /// SMs that ran at least one CTA (unit busy fractions are averaged over them).
     pub sms: u32,
+    /// SMs of the GPU.
+    pub sms_total: u32,
     pub ctas: u32,
+    /// CTAs resident per SM at once (occupancy), and the limit that sets it.
     pub ctas_per_sm: u32,
+    pub occupancy_limiter: String,
+    /// ⌈CTAs / (SMs × CTAs per SM)⌉.
+    pub waves: u32,
     pub cycles: u64,
     pub clock_mhz: f64,
     /// `preset-loaded` (the preset's typical clock under tensor load) or `command-line`.
@@ -28,8 +34,8 @@ pub struct Report {
     pub flops: u64,
     pub tflops: f64,
     pub instructions: u64,
-    /// Bytes moved through the (temporary) memory path below shared memory.
-    pub memory_bytes: u64,
+    pub l2: L2Report,
+    pub dram: DramReport,
     pub units: BTreeMap<String, Unit>,
     pub roles: BTreeMap<String, Role>,
     pub analytic: Option<Analytic>,
@@ -38,6 +44,26 @@ pub struct Report {
     /// Role names in the kernel's order (for the summary; the JSON maps are sorted by name).
     #[serde(skip)]
     pub role_order: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct L2Report {
+    /// Line accesses that hit (a hit on a line still being filled counts as a hit).
+    pub hit_rate: f64,
+    /// Bytes the SMs read from and wrote to L2.
+    pub bytes: u64,
+    pub bandwidth_gbs: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct DramReport {
+    /// Read plus written bytes (dirty lines left in L2 count as written).
+    pub bytes: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    /// The problem's minimum: every declared tensor moved once.
+    pub min_bytes: u64,
+    pub bandwidth_gbs: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -75,14 +101,25 @@ impl Report {
         };
         let cycles = s.cycles.max(1);
         let time_us = s.cycles as f64 / clock;
-        let frac = |busy: u64, capacity: u64| busy as f64 / (cycles * capacity) as f64;
+        let sms = s.sms_used.max(1) as u64;
+        let frac = |busy: u64, capacity: u64| busy as f64 / (cycles * capacity * sms) as f64;
         let parts = s.partitions as u64;
+        let gbs = |bytes: u64| {
+            if time_us > 0.0 {
+                bytes as f64 / time_us / 1e3
+            } else {
+                0.0
+            }
+        };
+        let m = &s.mem;
+        let dram_bytes = m.dram_read_bytes + m.dram_write_bytes;
         let u = &s.units;
         let units = [
-            ("tensor", frac(u.tensor, 1)),
+            // wgmma on the SM's tensor pipe plus mma.sync on the partitions' tensor cores.
+            ("tensor", frac(u.tensor, 1) + frac(u.mma, parts)),
             ("smem", frac(u.smem, 1)),
             ("tma", frac(u.tma, 1)),
-            ("memory", frac(u.memory, 1)),
+            ("l2_port", frac(u.l2_port, 1)),
             ("fma", frac(u.fma, parts)),
             ("alu", frac(u.alu, parts)),
             ("mufu", frac(u.mufu, parts)),
@@ -124,9 +161,12 @@ impl Report {
             gpu: p.name.clone(),
             seed,
             params: k.params.clone(),
-            sms: 1,
+            sms: s.sms_used,
+            sms_total: p.sm.count,
             ctas: k.grid,
             ctas_per_sm: s.occupancy.ctas.min(k.grid),
+            occupancy_limiter: s.occupancy.limiter().to_string(),
+            waves: k.grid.div_ceil(p.sm.count * s.occupancy.ctas.max(1)),
             cycles: s.cycles,
             clock_mhz: clock,
             clock_source: source.to_string(),
@@ -138,7 +178,18 @@ impl Report {
                 0.0
             },
             instructions: s.instructions,
-            memory_bytes: s.memory_bytes,
+            l2: L2Report {
+                hit_rate: m.l2_hits as f64 / (m.l2_hits + m.l2_misses).max(1) as f64,
+                bytes: m.l2_bytes,
+                bandwidth_gbs: gbs(m.l2_bytes),
+            },
+            dram: DramReport {
+                bytes: dram_bytes,
+                read_bytes: m.dram_read_bytes,
+                write_bytes: m.dram_write_bytes,
+                min_bytes: k.tensors.iter().map(|t| t.bytes).sum(),
+                bandwidth_gbs: gbs(dram_bytes),
+            },
             units,
             roles,
             analytic,
@@ -160,8 +211,16 @@ impl Report {
         };
         let _ = writeln!(
             o,
-            "{} on {} — {} CTA(s), {} per SM, {} SM simulated, seed {}",
-            self.scenario, self.gpu, self.ctas, self.ctas_per_sm, self.sms, self.seed
+            "{} on {} — {} CTA(s) on {} of {} SMs, {} per SM (limit: {}), {} wave(s), seed {}",
+            self.scenario,
+            self.gpu,
+            self.ctas,
+            self.sms,
+            self.sms_total,
+            self.ctas_per_sm,
+            self.occupancy_limiter,
+            self.waves,
+            self.seed
         );
         let _ = writeln!(
             o,
@@ -173,10 +232,9 @@ impl Report {
         if self.flops > 0 {
             let _ = writeln!(
                 o,
-                "  tensor      {} FLOP, {:.2} TFLOP/s on {} SM",
+                "  tensor      {} FLOP, {:.1} TFLOP/s",
                 group(self.flops),
-                self.tflops,
-                self.sms
+                self.tflops
             );
         }
         match &self.analytic {
@@ -198,13 +256,27 @@ impl Report {
         }
         let _ = writeln!(
             o,
-            "  issued      {} warp-instructions; memory path moved {} bytes",
-            group(self.instructions),
-            group(self.memory_bytes)
+            "  issued      {} warp-instructions",
+            group(self.instructions)
+        );
+        let _ = writeln!(
+            o,
+            "  L2          {:.1}% hit, {} B at {:.0} GB/s",
+            100.0 * self.l2.hit_rate,
+            group(self.l2.bytes),
+            self.l2.bandwidth_gbs
+        );
+        let _ = writeln!(
+            o,
+            "  DRAM        {} B ({:.2}x the minimum {} B) at {:.0} GB/s",
+            group(self.dram.bytes),
+            self.dram.bytes as f64 / self.dram.min_bytes.max(1) as f64,
+            group(self.dram.min_bytes),
+            self.dram.bandwidth_gbs
         );
         let _ = write!(o, "units busy  ");
         for name in [
-            "tensor", "smem", "tma", "memory", "mufu", "fma", "alu", "issue",
+            "tensor", "smem", "tma", "l2_port", "mufu", "fma", "alu", "issue",
         ] {
             let _ = write!(o, " {name} {:.1}%", 100.0 * self.units[name].busy);
         }

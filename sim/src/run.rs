@@ -83,6 +83,7 @@ pub fn simulate(
     };
     let cfg = Config {
         seed: opts.seed,
+        clock_mhz: clock.unwrap_or(preset.clock.loaded_mhz),
         max_cycles: opts.max_cycles,
     };
     let stats = Engine::new(kernel, preset, cfg)

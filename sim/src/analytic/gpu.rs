@@ -1,0 +1,177 @@
+//! The GPU numbers the analytic models read: per-SM limits, peak rates and launch overhead.
+//!
+//! Source tags follow `shared/reference/hopper.md` §0: [DS] datasheet or vendor document,
+//! [M:who] measured, [INF] our arithmetic, [CODE] a constant in public source code, [SEED] the
+//! seed documents (`shared/seeds/`, restated in `shared/reference/seed-models.md`).
+
+/// One GPU as the analytic models see it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GpuSpec {
+    pub name: &'static str,
+    pub sms: u64,
+    pub threads_per_sm: u64,
+    pub regs_per_sm: u64,
+    pub max_regs_per_thread: u64,
+    pub smem_per_sm: u64,
+    /// Largest shared-memory allocation one CTA may opt into.
+    pub smem_per_cta: u64,
+    pub ctas_per_sm: u64,
+    /// Dense 16-bit tensor FLOP/s with FP32 accumulation, whole GPU.
+    pub peak_flops: f64,
+    /// The same peak per SM per cycle; the feed and softmax models count cycles.
+    pub tensor_flops_per_clk: u64,
+    /// Shared-memory port width without bank conflicts.
+    pub smem_bytes_per_clk: u64,
+    /// Special-function (MUFU: ex2, rcp, ...) thread-operations per SM per cycle.
+    pub mufu_per_clk: u64,
+    pub dram_bytes_per_s: f64,
+    /// Bandwidth one SM pulls from memory on its own (bounds decode when few SMs read).
+    pub sm_bytes_per_s: f64,
+    /// Host-side kernel launch overhead.
+    pub launch_s: f64,
+    /// Whether the tensor cores take warpgroup MMAs (wgmma), i.e. Hopper.
+    pub has_wgmma: bool,
+}
+
+impl GpuSpec {
+    pub const NAMES: [&'static str; 3] = ["rtx3070", "h100-sxm", "h200-sxm"];
+
+    /// The seeds' device, numbers as `seed-models.md` §1 lists them.
+    pub fn rtx3070() -> GpuSpec {
+        GpuSpec {
+            name: "rtx3070",
+            // [SEED] K1; [DS] DS-G: 46 SMs (GA104).
+            sms: 46,
+            // [SEED] K1; [DS] CCCL cc 8.6: 1536 threads, 64K registers, 255 per thread.
+            threads_per_sm: 1536,
+            regs_per_sm: 65_536,
+            max_regs_per_thread: 255,
+            // [SEED] K1; [DS] CCCL: 100 KB smem per SM, 99 KB per CTA.
+            smem_per_sm: 102_400,
+            smem_per_cta: 101_376,
+            // [SEED] K1; [DS] CCCL: 16 resident CTAs per SM.
+            ctas_per_sm: 16,
+            // [SEED] K1 rounds hopper.md's 40.6 TFLOP/s (FP32 accumulate) to 40e12.
+            peak_flops: 40e12,
+            // [INF] hopper.md §1.3: 46 x 4 x 128 FMA x 2 at FP32 accumulate, halved on GeForce.
+            tensor_flops_per_clk: 512,
+            // [DS] CUDAPG: 32 banks x 4 B.
+            smem_bytes_per_clk: 128,
+            // [DS] CUDAPG: 16 special-function ops per SM per cycle.
+            mufu_per_clk: 16,
+            // [SEED] K1; [DS] DS-G: 448 GB/s GDDR6.
+            dram_bytes_per_s: 448e9,
+            // [INF] unmeasured: the h100-sxm preset's 64 B/clk per-SM cap at the 1725 MHz boost.
+            sm_bytes_per_s: 64.0 * 1.725e9,
+            // [SEED] K1/T3 launch overhead; hopper.md §2.2: ~4-6 us measured per host launch.
+            launch_s: 5e-6,
+            // [DS] CCCL: no wgmma before sm_90a.
+            has_wgmma: false,
+        }
+    }
+
+    /// H100 SXM5 80 GB, hopper.md §1.
+    pub fn h100_sxm() -> GpuSpec {
+        GpuSpec {
+            name: "h100-sxm",
+            // [DS] DS-H: 132 SMs enabled.
+            sms: 132,
+            // [DS] CCCL cc 9.0: 2048 threads, 64K registers, 255 per thread.
+            threads_per_sm: 2048,
+            regs_per_sm: 65_536,
+            max_regs_per_thread: 255,
+            // [DS] CCCL: 228 KB smem per SM, 227 KB per CTA ([CODE] CUTLASS 232,448 B).
+            smem_per_sm: 233_472,
+            smem_per_cta: 232_448,
+            // [DS] CCCL: 32 resident CTAs per SM.
+            ctas_per_sm: 32,
+            // [DS] DS-H: 989.4 TFLOP/s dense BF16 at 1830 MHz.
+            peak_flops: 989.4e12,
+            // [INF] 989.4e12 / (132 x 1.83e9) = 4096 FLOP/clk/SM.
+            tensor_flops_per_clk: 4096,
+            // [DS] CUDAPG: 32 banks x 4 B; [M:REPRO] 127.5 B/clk.
+            smem_bytes_per_clk: 128,
+            // [DS] CUDAPG via FA3 footnote 5: 16 MUFU ops/clk/SM.
+            mufu_per_clk: 16,
+            // [DS] DS-H: HBM3 3.35 TB/s.
+            dram_bytes_per_s: 3.35e12,
+            // [INF] unmeasured: the h100-sxm preset's 64 B/clk per-SM memory cap at 1830 MHz
+            // (one SM's share is ~32-36 B/clk when all SMs pull, [M:REPRO]).
+            sm_bytes_per_s: 64.0 * 1.83e9,
+            // [SEED] K1/T3 launch overhead; hopper.md §2.2: ~4-6 us measured per host launch.
+            launch_s: 5e-6,
+            // [DS] PTX-WG: wgmma on sm_90a.
+            has_wgmma: true,
+        }
+    }
+
+    /// H200 SXM: the H100's GH100 compute with HBM3e, hopper.md §1.1 notes.
+    pub fn h200_sxm() -> GpuSpec {
+        GpuSpec {
+            name: "h200-sxm",
+            // [DS] DS-H vendor spec pages: 4.8 TB/s HBM3e; compute as H100.
+            dram_bytes_per_s: 4.8e12,
+            ..GpuSpec::h100_sxm()
+        }
+    }
+
+    pub fn by_name(name: &str) -> Result<GpuSpec, String> {
+        match name {
+            "rtx3070" => Ok(GpuSpec::rtx3070()),
+            "h100-sxm" => Ok(GpuSpec::h100_sxm()),
+            "h200-sxm" => Ok(GpuSpec::h200_sxm()),
+            _ => Err(format!(
+                "unknown GPU `{name}`; known: {}",
+                GpuSpec::NAMES.join(", ")
+            )),
+        }
+    }
+
+    /// Machine balance: FLOPs per DRAM byte at which compute and memory take equal time.
+    pub fn balance(&self) -> f64 {
+        self.peak_flops / self.dram_bytes_per_s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_resolves_to_its_spec() {
+        for name in GpuSpec::NAMES {
+            assert_eq!(GpuSpec::by_name(name).unwrap().name, name);
+        }
+    }
+
+    #[test]
+    fn unknown_names_list_the_known_ones() {
+        let e = GpuSpec::by_name("a100").unwrap_err();
+        assert_eq!(e, "unknown GPU `a100`; known: rtx3070, h100-sxm, h200-sxm");
+    }
+
+    #[test]
+    fn hopper_peak_is_sms_times_per_cycle_rate_times_clock() {
+        let g = GpuSpec::h100_sxm();
+        let peak = (g.sms * g.tensor_flops_per_clk) as f64 * 1.83e9;
+        assert_eq!(format!("{:.1}", peak / 1e12), "989.4");
+    }
+
+    #[test]
+    fn balances_match_the_reference_ridge_points() {
+        assert_eq!(format!("{:.0}", GpuSpec::rtx3070().balance()), "89");
+        assert_eq!(format!("{:.0}", GpuSpec::h100_sxm().balance()), "295");
+        assert_eq!(format!("{:.0}", GpuSpec::h200_sxm().balance()), "206");
+    }
+
+    #[test]
+    fn h200_differs_from_h100_only_in_memory_bandwidth() {
+        let h200 = GpuSpec::h200_sxm();
+        let as_h100 = GpuSpec {
+            name: "h100-sxm",
+            dram_bytes_per_s: 3.35e12,
+            ..h200
+        };
+        assert_eq!(as_h100, GpuSpec::h100_sxm());
+    }
+}

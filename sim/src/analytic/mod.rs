@@ -1,0 +1,17 @@
+//! Analytic models: closed forms that predict a kernel's resources and time from a GPU's
+//! published numbers, to set next to the simulated cycles (`shared/reference/seed-models.md`
+//! §1–3, explained with their blind spots in `docs/analytic.md`).
+//!
+//! [`gpu`] describes the GPU; [`gemm`] and [`roofline`] are the seed's GEMM resource model,
+//! [`tune`] the autotuner's analytic steps, [`wgmma`], [`attention`] and [`decode`] the Hopper
+//! models; [`cli`] prints them as `sim analyze`, through the table helpers in [`fmt`].
+
+pub mod attention;
+pub mod cli;
+pub mod decode;
+pub mod fmt;
+pub mod gemm;
+pub mod gpu;
+pub mod roofline;
+pub mod tune;
+pub mod wgmma;

@@ -1,0 +1,63 @@
+//! Commit/wait groups of a warp's asynchronous copies (`cp.async.commit_group` /
+//! `cp.async.wait_group`, and the bulk async-groups of TMA stores): copies issued since the last
+//! commit form the open group; a group completes when its last copy does; `wait(n)` holds until
+//! all but the `n` most recently committed groups are complete (PTX: commit order, not
+//! completion order).
+
+use std::collections::VecDeque;
+
+#[derive(Clone, Debug, Default)]
+pub struct AsyncGroups {
+    /// Completion cycle of the open (uncommitted) group's copies.
+    open: u64,
+    /// Completion cycle of each committed group, oldest first.
+    committed: VecDeque<u64>,
+}
+
+impl AsyncGroups {
+    /// A copy of the open group completes at `done`.
+    pub fn add(&mut self, done: u64) {
+        self.open = self.open.max(done);
+    }
+
+    pub fn commit(&mut self) {
+        let t = std::mem::take(&mut self.open);
+        self.committed.push_back(t);
+    }
+
+    /// When `wait_group(n)` issued at `now` may pass: `None` if at once.
+    pub fn wait_until(&mut self, now: u64, n: usize) -> Option<u64> {
+        while self.committed.front().is_some_and(|&t| t <= now) {
+            self.committed.pop_front();
+        }
+        let older = self.committed.len().saturating_sub(n);
+        self.committed.iter().take(older).max().copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_follow_commit_order() {
+        let mut g = AsyncGroups::default();
+        g.add(500);
+        g.commit(); // group A done at 500
+        g.add(100);
+        g.add(200);
+        g.commit(); // group B done at 200, committed after A
+        assert_eq!(g.wait_until(0, 0), Some(500));
+        // wait_group(1): all but the newest (B) must be done, so A.
+        assert_eq!(g.wait_until(0, 1), Some(500));
+        assert_eq!(g.wait_until(0, 2), None);
+        assert_eq!(g.wait_until(500, 0), None);
+    }
+
+    #[test]
+    fn an_empty_group_is_complete() {
+        let mut g = AsyncGroups::default();
+        g.commit();
+        assert_eq!(g.wait_until(0, 0), None);
+    }
+}

@@ -1,0 +1,224 @@
+//! Everything below the SMs' shared memory: each SM's port to the L2 (a per-SM bandwidth cap, so
+//! a single SM cannot pull the whole chip's bandwidth), the L2 (tags in [`L2`], bandwidth in
+//! address-interleaved slices, near/far partitions), and HBM ([`Hbm`]).
+//!
+//! Latency of a line read: to L2 and back is the near or far hit latency (far when the line's
+//! slice is in the other L2 partition than the SM), half each way; a miss adds the HBM channel's
+//! queueing and the HBM latency. Each request also gets a seeded jitter of 0..=`latency_jitter`.
+
+use crate::hbm::Hbm;
+use crate::l2::L2;
+use crate::preset::Preset;
+use crate::server::Link;
+use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
+
+pub struct MemSys {
+    ports: Vec<Link>,
+    l2: L2,
+    slices: Vec<Link>,
+    hbm: Hbm,
+    line: u64,
+    near: u64,
+    far: u64,
+    partitions: u64,
+    sms: u64,
+    jitter: u64,
+    l2_bytes: u64,
+}
+
+/// Totals of a run.
+#[derive(Clone, Debug, Default)]
+pub struct MemStats {
+    pub l2_hits: u64,
+    pub l2_misses: u64,
+    /// Bytes the SMs read from and wrote to L2.
+    pub l2_bytes: u64,
+    pub dram_read_bytes: u64,
+    /// Write-backs, including the dirty lines left in L2 at the end.
+    pub dram_write_bytes: u64,
+    /// Cycles the busiest SM port transferred.
+    pub port_busy_max: u64,
+    pub port_busy_total: u64,
+}
+
+impl MemSys {
+    pub fn new(p: &Preset, clock_mhz: f64) -> Self {
+        let m = &p.memory;
+        let slices = m.l2.slices.max(1);
+        let hbm_bytes_per_cycle = m.hbm.bandwidth_gbs * 1e9 * m.hbm.efficiency / (clock_mhz * 1e6);
+        MemSys {
+            ports: (0..p.sm.count)
+                .map(|_| Link::new(m.sm_bytes_per_cycle))
+                .collect(),
+            l2: L2::new(m.l2.bytes, m.l2.line_bytes, m.l2.ways),
+            slices: (0..slices)
+                .map(|_| Link::new(m.l2.bytes_per_cycle / slices as f64))
+                .collect(),
+            hbm: Hbm::new(
+                hbm_bytes_per_cycle,
+                m.hbm.channels,
+                m.hbm.interleave_bytes,
+                m.hbm.latency,
+            ),
+            line: m.l2.line_bytes,
+            near: m.l2.near_latency,
+            far: m.l2.far_latency,
+            partitions: m.l2.partitions.max(1) as u64,
+            sms: p.sm.count.max(1) as u64,
+            jitter: m.latency_jitter,
+            l2_bytes: 0,
+        }
+    }
+
+    fn slice_of(&self, line: u64) -> usize {
+        ((line ^ (line >> 7)) % self.slices.len() as u64) as usize
+    }
+
+    fn latency(&self, sm: u32, slice: usize, rng: &mut ChaCha8Rng) -> u64 {
+        let slice_part = slice as u64 * self.partitions / self.slices.len() as u64;
+        let sm_part = sm as u64 * self.partitions / self.sms;
+        let base = if slice_part == sm_part {
+            self.near
+        } else {
+            self.far
+        };
+        base + if self.jitter > 0 {
+            rng.random_range(0..=self.jitter)
+        } else {
+            0
+        }
+    }
+
+    /// Reads `bytes` at `addr` for SM `sm`, requested at `now`; returns when the last byte has
+    /// come back through L2 (the SM's port is booked separately with [`MemSys::port`]).
+    pub fn read(&mut self, sm: u32, now: u64, addr: u64, bytes: u64, rng: &mut ChaCha8Rng) -> u64 {
+        self.access(sm, now, addr, bytes, false, rng)
+    }
+
+    /// Writes `bytes` at `addr` (write-allocate, write-back); returns when L2 has them.
+    pub fn write(&mut self, sm: u32, now: u64, addr: u64, bytes: u64, rng: &mut ChaCha8Rng) -> u64 {
+        self.access(sm, now, addr, bytes, true, rng)
+    }
+
+    fn access(
+        &mut self,
+        sm: u32,
+        now: u64,
+        addr: u64,
+        bytes: u64,
+        write: bool,
+        rng: &mut ChaCha8Rng,
+    ) -> u64 {
+        self.l2_bytes += bytes;
+        let first = addr / self.line;
+        let last = (addr + bytes.max(1) - 1) / self.line;
+        let mut done = now;
+        for line in first..=last {
+            // Bytes of this request that fall in this line.
+            let lo = addr.max(line * self.line);
+            let hi = (addr + bytes).min((line + 1) * self.line);
+            let part = hi.saturating_sub(lo).max(1);
+            let slice = self.slice_of(line);
+            let lat = self.latency(sm, slice, rng);
+            let at_l2 = now + lat / 2;
+            let a = self.l2.access(line, write);
+            if a.writeback {
+                // The victim's address is gone; charge the write-back to this line's channel.
+                self.hbm.write(at_l2, line * self.line, self.line);
+            }
+            let data_at_l2 = if a.hit {
+                a.ready.max(at_l2)
+            } else if write && part == self.line {
+                // A full-line write needs no fill.
+                at_l2
+            } else {
+                let filled = self.hbm.read(at_l2, line * self.line, self.line);
+                self.l2.set_ready(a.slot, filled);
+                filled
+            };
+            let through = self.slices[slice].book(data_at_l2, part);
+            done = done.max(through + lat - lat / 2);
+        }
+        done
+    }
+
+    /// Moves `bytes` through SM `sm`'s port to L2 starting no earlier than `now`.
+    pub fn port(&mut self, sm: u32, now: u64, bytes: u64) -> u64 {
+        self.ports[sm as usize].book(now, bytes)
+    }
+
+    /// When all booked transfers are done.
+    pub fn drained_at(&self) -> u64 {
+        self.hbm.drained_at()
+    }
+
+    /// Totals; dirty lines still in L2 count as DRAM writes (they are written back eventually).
+    pub fn stats(&self) -> MemStats {
+        MemStats {
+            l2_hits: self.l2.hits(),
+            l2_misses: self.l2.misses(),
+            l2_bytes: self.l2_bytes,
+            dram_read_bytes: self.hbm.read_bytes(),
+            dram_write_bytes: self.hbm.write_bytes() + self.l2.dirty_lines() * self.line,
+            port_busy_max: self.ports.iter().map(Link::busy).max().unwrap_or(0),
+            port_busy_total: self.ports.iter().map(Link::busy).sum(),
+        }
+    }
+
+    /// Cycles each SM's port was busy.
+    pub fn port_busy(&self, sm: u32) -> u64 {
+        self.ports[sm as usize].busy()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    fn h100() -> (Preset, ChaCha8Rng) {
+        let mut p = Preset::builtin("h100-sxm").unwrap();
+        p.memory.latency_jitter = 0;
+        (p, ChaCha8Rng::seed_from_u64(0))
+    }
+
+    #[test]
+    fn miss_then_hit_latencies() {
+        let (p, mut rng) = h100();
+        let mut m = MemSys::new(&p, 1830.0);
+        let l2 = &p.memory.l2;
+        let t_miss = m.read(0, 0, 0, 128, &mut rng);
+        let t_hit = m.read(0, 10_000, 0, 128, &mut rng) - 10_000;
+        // The hit latency plus one line through a slice (128 B at 4500 / 64 B/cycle: 2 cycles).
+        let lat = t_hit - 2;
+        assert!(lat == l2.near_latency || lat == l2.far_latency, "{lat}");
+        assert!(t_miss >= lat + p.memory.hbm.latency, "{t_miss}");
+        let s = m.stats();
+        assert_eq!((s.l2_hits, s.l2_misses, s.dram_read_bytes), (1, 1, 128));
+    }
+
+    #[test]
+    fn one_sm_port_caps_its_bandwidth() {
+        let (p, mut rng) = h100();
+        let mut m = MemSys::new(&p, 1830.0);
+        let mut end = 0;
+        // 1 MiB through SM 0's port at sm_bytes_per_cycle.
+        for i in 0..1024u64 {
+            let at = m.read(0, 0, i * 1024, 1024, &mut rng);
+            end = end.max(m.port(0, at, 1024));
+        }
+        let floor = (1u64 << 20) as f64 / p.memory.sm_bytes_per_cycle;
+        assert!(end as f64 >= floor, "{end} < {floor}");
+    }
+
+    #[test]
+    fn full_line_writes_need_no_fill() {
+        let (p, mut rng) = h100();
+        let mut m = MemSys::new(&p, 1830.0);
+        m.write(0, 0, 0, 4096, &mut rng);
+        let s = m.stats();
+        assert_eq!(s.dram_read_bytes, 0);
+        assert_eq!(s.dram_write_bytes, 4096); // dirty lines left in L2
+    }
+}
