@@ -15,16 +15,15 @@ fn scenario(name: &str) -> PathBuf {
     root().join("scenarios").join(format!("{name}.ron"))
 }
 
-fn sets(pairs: &[(&str, i64)]) -> Vec<(String, i64)> {
-    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+fn sets(pairs: &[(&str, i64)]) -> RunOptions {
+    RunOptions {
+        sets: pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        ..RunOptions::default()
+    }
 }
 
 fn report(name: &str, pairs: &[(&str, i64)]) -> Report {
-    let opts = RunOptions {
-        sets: sets(pairs),
-        ..RunOptions::default()
-    };
-    run::run_file(&scenario(name), &opts).unwrap_or_else(|e| panic!("{name}: {e}"))
+    run::run_file(&scenario(name), &sets(pairs)).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 fn stats(name: &str, pairs: &[(&str, i64)]) -> RunStats {
@@ -85,7 +84,10 @@ fn rs_wgmma_keeps_the_tensor_pipe_busy() {
 fn gemm_ws_ring_buffer_depth() {
     let deep = report("gemm_ws", &[("stages", 4)]);
     let busy4 = deep.units["tensor"].busy;
-    assert!(busy4 >= 0.90, "4 stages: tensor busy {busy4:.3}");
+    // 128x256x64 SS tiles put the shared-memory port at 100% of its capacity (HGMMA operand
+    // reads 62.5%, TMA writes 37.5%), so bursts of TMA writes stretch some HGMMAs: 89% busy.
+    // (92.9% under the engine issue's temporary fixed-latency memory model.)
+    assert!(busy4 >= 0.88, "4 stages: tensor busy {busy4:.3}");
 
     let shallow = report("gemm_ws", &[("stages", 1)]);
     let busy1 = shallow.units["tensor"].busy;

@@ -6,7 +6,7 @@
 //! reference, the file:line:column of that node.
 
 use crate::diag::Diagnostic;
-use crate::expr::{Ast, Binding, Code};
+use crate::expr::{Ast, Binding, Code, CompileError};
 use crate::program::{self, slot, BarRef, Inst, Op, Pipe, SlotRef, WARP_SIZE};
 use crate::scenario::{AOperand, Expr, Instr, Ref, RegAction, Scenario};
 use std::collections::BTreeMap;
@@ -15,6 +15,8 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug)]
 pub struct Limits {
     pub gpu: String,
+    /// SMs of the GPU: the predefined constant `num_sms` in expressions.
+    pub sm_count: u32,
     pub max_regs_per_thread: u32,
     pub has_setmaxnreg: bool,
     /// setmaxnreg's range: 24..=this, multiples of 8.
@@ -28,6 +30,9 @@ pub struct Limits {
     pub has_tma: bool,
     pub has_wgmma: bool,
 }
+
+/// Predefined constant: the GPU's SM count (for persistent grids).
+const NUM_SMS: &str = "num_sms";
 
 /// The largest mbarrier arrival count (PTX: 2^20 - 1).
 const MAX_ARRIVALS: i64 = (1 << 20) - 1;
@@ -65,6 +70,13 @@ pub fn compile(
         }
     }
     for name in params.keys() {
+        if name == NUM_SMS {
+            return Err(Diagnostic::new(
+                file,
+                format!("parameter `{name}` shadows the predefined constant `{NUM_SMS}` (the GPU's SM count); rename it"),
+            )
+            .in_path("params"));
+        }
         if let Some((b, _)) = slot::BUILTINS.iter().find(|(b, _)| b == name) {
             return Err(Diagnostic::new(
                 file,
@@ -136,6 +148,9 @@ impl<'a> Compiler<'a> {
             if let Some(&v) = self.params.get(n) {
                 return Some(Binding::Const(v));
             }
+            if n == NUM_SMS {
+                return Some(Binding::Const(self.limits.sm_count as i64));
+            }
             if names == Names::Params {
                 return None;
             }
@@ -147,8 +162,15 @@ impl<'a> Compiler<'a> {
                 .find(|(b, s)| *b == n && (names == Names::Lanes || *s != slot::LANE))
                 .map(|(_, s)| Binding::Slot(*s))
         };
-        Code::compile(&e.ast, &mut resolve).map_err(|unknown| {
+        Code::compile(&e.ast, &mut resolve).map_err(|err| {
+            let unknown = match err {
+                CompileError::UnknownName(n) => n,
+                CompileError::TooDeep => {
+                    return self.err(Some(e.id), path, format!("{err}: `{}`", e.text))
+                }
+            };
             let mut known: Vec<&str> = self.params.keys().map(String::as_str).collect();
+            known.push(NUM_SMS);
             if names != Names::Params {
                 known.extend(self.scope.iter().map(|(v, _)| v.as_str()));
                 known.extend(
@@ -1084,6 +1106,7 @@ mod tests {
     pub(crate) fn h100() -> Limits {
         Limits {
             gpu: "h100-sxm".into(),
+            sm_count: 132,
             max_regs_per_thread: 255,
             has_setmaxnreg: true,
             setmaxnreg_max: 256,

@@ -304,6 +304,15 @@ pub enum Binding {
     Slot(u16),
 }
 
+/// Why an expression cannot be compiled.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CompileError {
+    #[error("unknown name `{0}`")]
+    UnknownName(String),
+    #[error("the expression is nested too deeply (more than {MAX_DEPTH} pending operands)")]
+    TooDeep,
+}
+
 /// Why an expression cannot be evaluated.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum EvalError {
@@ -342,9 +351,25 @@ impl Code {
     pub fn compile(
         ast: &Ast,
         resolve: &mut impl FnMut(&str) -> Option<Binding>,
-    ) -> Result<Code, String> {
+    ) -> Result<Code, CompileError> {
         let mut nodes = Vec::new();
-        emit(ast, resolve, &mut nodes)?;
+        emit(ast, resolve, &mut nodes).map_err(CompileError::UnknownName)?;
+        // Straight-line depth bounds the depth along any jump path.
+        let mut depth = 0usize;
+        for n in &nodes {
+            match n {
+                Node::Const(_) | Node::Slot(_) => {
+                    depth += 1;
+                    if depth > MAX_DEPTH {
+                        return Err(CompileError::TooDeep);
+                    }
+                }
+                Node::Bin(_) | Node::JumpIfZero(_) | Node::JumpIfNonZero(_) => {
+                    depth = depth.saturating_sub(1)
+                }
+                Node::Un(_) | Node::Jump(_) | Node::Truth => {}
+            }
+        }
         let code = Code { nodes };
         // Fold a constant expression to one node, so the hot path does no arithmetic for it.
         if code.nodes.iter().all(|n| !matches!(n, Node::Slot(_))) {
@@ -378,7 +403,7 @@ impl Code {
         if let [Node::Const(v)] = self.nodes.as_slice() {
             return Ok(*v);
         }
-        let mut stack: Vec<i64> = Vec::with_capacity(8);
+        let mut stack = Stack::default();
         let mut pc = 0;
         while let Some(node) = self.nodes.get(pc) {
             pc += 1;
@@ -416,6 +441,36 @@ impl Code {
             }
         }
         Ok(stack.pop().unwrap_or_default())
+    }
+}
+
+/// The deepest evaluation stack an expression may need; [`Code::compile`] rejects deeper ones,
+/// so evaluation never allocates.
+pub const MAX_DEPTH: usize = 32;
+
+/// A fixed-size evaluation stack.
+struct Stack {
+    v: [i64; MAX_DEPTH],
+    n: usize,
+}
+
+impl Default for Stack {
+    fn default() -> Self {
+        Stack {
+            v: [0; MAX_DEPTH],
+            n: 0,
+        }
+    }
+}
+
+impl Stack {
+    fn push(&mut self, x: i64) {
+        self.v[self.n] = x;
+        self.n += 1;
+    }
+    fn pop(&mut self) -> Option<i64> {
+        self.n = self.n.checked_sub(1)?;
+        Some(self.v[self.n])
     }
 }
 
@@ -651,7 +706,13 @@ mod tests {
         let unknown = Code::compile(&parse("a + stagess").unwrap(), &mut |n| {
             (n == "a").then_some(Binding::Const(1))
         });
-        assert_eq!(unknown, Err("stagess".to_string()));
+        assert_eq!(
+            unknown,
+            Err(CompileError::UnknownName("stagess".to_string()))
+        );
+        let deep = format!("{}1{}", "(1 + ".repeat(40), ")".repeat(40));
+        let deep = Code::compile(&parse(&deep).unwrap(), &mut |_| None);
+        assert_eq!(deep, Err(CompileError::TooDeep));
     }
 
     #[test]

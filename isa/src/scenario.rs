@@ -147,6 +147,9 @@ pub struct Scenario {
     pub description: String,
     /// GPU preset name (`h100-sxm`).
     pub gpu: String,
+    /// Preset fields to override, by dotted path: `{"memory.l2.bytes": 25165824}`.
+    #[serde(default)]
+    pub gpu_overrides: BTreeMap<String, ron::Value>,
     #[serde(default)]
     pub params: BTreeMap<String, ParamValue>,
     pub kernel: Kernel,

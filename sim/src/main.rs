@@ -25,6 +25,9 @@ struct ScenarioArgs {
     /// Override a scenario parameter: `--set stages=4` (integers, or true/false).
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
     sets: Vec<(String, i64)>,
+    /// Run on this GPU preset instead of the scenario's (see `sim presets`).
+    #[arg(long)]
+    gpu: Option<String>,
     /// Seed of the run's random generator (memory latency jitter).
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -93,6 +96,7 @@ fn main() -> ExitCode {
 fn options(a: &ScenarioArgs, clock_mhz: Option<f64>) -> RunOptions {
     RunOptions {
         sets: a.sets.clone(),
+        gpu: a.gpu.clone(),
         seed: a.seed,
         clock_mhz,
         max_cycles: a.max_cycles,
@@ -117,8 +121,7 @@ fn execute(cmd: Command) -> Result<(), String> {
         }
         Command::Bench { scenario, iters } => {
             let opts = options(&scenario, None);
-            let (kernel, preset) =
-                run::load(&scenario.file, &opts.sets).map_err(|e| e.to_string())?;
+            let (kernel, preset) = run::load(&scenario.file, &opts).map_err(|e| e.to_string())?;
             let file = scenario.file.display().to_string();
             let once = || run::simulate(&file, &kernel, &preset, &opts).map_err(|e| e.to_string());
             once()?;

@@ -13,6 +13,13 @@ use crate::server::Link;
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
+/// Maps a unit index (a line, an interleave unit) to one of `n` slices or channels with a
+/// multiplicative hash: hardware hashes addresses so that strided accesses do not pile onto a
+/// few slices or channels.
+pub fn spread(unit: u64, n: usize) -> usize {
+    ((unit.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % n as u64) as usize
+}
+
 pub struct MemSys {
     ports: Vec<Link>,
     l2: L2,
@@ -37,6 +44,8 @@ pub struct MemStats {
     pub dram_read_bytes: u64,
     /// Write-backs, including the dirty lines left in L2 at the end.
     pub dram_write_bytes: u64,
+    /// The part of `dram_write_bytes` still dirty in L2 at the end (written after the kernel).
+    pub dram_flush_bytes: u64,
     /// Cycles the busiest SM port transferred.
     pub port_busy_max: u64,
     pub port_busy_total: u64,
@@ -72,7 +81,7 @@ impl MemSys {
     }
 
     fn slice_of(&self, line: u64) -> usize {
-        ((line ^ (line >> 7)) % self.slices.len() as u64) as usize
+        spread(line, self.slices.len())
     }
 
     fn latency(&self, sm: u32, slice: usize, rng: &mut ChaCha8Rng) -> u64 {
@@ -161,6 +170,7 @@ impl MemSys {
             l2_bytes: self.l2_bytes,
             dram_read_bytes: self.hbm.read_bytes(),
             dram_write_bytes: self.hbm.write_bytes() + self.l2.dirty_lines() * self.line,
+            dram_flush_bytes: self.l2.dirty_lines() * self.line,
             port_busy_max: self.ports.iter().map(Link::busy).max().unwrap_or(0),
             port_busy_total: self.ports.iter().map(Link::busy).sum(),
         }

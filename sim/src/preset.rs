@@ -2,6 +2,7 @@
 //! number with its source in a comment, compiled into the binary.
 
 use serde::Deserialize;
+use std::collections::BTreeMap;
 
 /// The built-in presets: (name, RON text).
 const BUILTIN: &[(&str, &str)] = &[
@@ -35,12 +36,28 @@ pub struct Clock {
     pub loaded_mhz: f64,
 }
 
+/// Written as a string (`"gto"`, `"lrr"`) so presets survive being read as generic RON values
+/// for overrides.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
 pub enum SchedulerPolicy {
     /// Greedy-then-oldest: keep issuing from the last warp while it can, else the oldest.
     Gto,
     /// Loose round-robin: start the search after the last warp that issued.
     Lrr,
+}
+
+impl TryFrom<String> for SchedulerPolicy {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        match s.as_str() {
+            "gto" => Ok(SchedulerPolicy::Gto),
+            "lrr" => Ok(SchedulerPolicy::Lrr),
+            _ => Err(format!(
+                "unknown scheduler policy `{s}` (expected \"gto\" or \"lrr\")"
+            )),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -172,6 +189,40 @@ pub struct Hbm {
     pub latency: u64,
 }
 
+/// The value at a dotted field path of a preset read as a RON value.
+fn field<'v>(value: &'v mut ron::Value, path: &str) -> Result<&'v mut ron::Value, String> {
+    let mut cur = value;
+    let mut seen = String::new();
+    for part in path.split('.') {
+        let ron::Value::Map(map) = cur else {
+            return Err(format!(
+                "`{seen}` is a number or text, it has no field `{part}`"
+            ));
+        };
+        let known: Vec<String> = map
+            .keys()
+            .filter_map(|k| match k {
+                ron::Value::String(s) => Some(s.clone()),
+                _ => None,
+            })
+            .collect();
+        cur = map
+            .get_mut(&ron::Value::String(part.to_string()))
+            .ok_or_else(|| {
+                format!(
+                    "no field `{part}` in `{}` (fields: {})",
+                    if seen.is_empty() { "the preset" } else { &seen },
+                    known.join(", ")
+                )
+            })?;
+        if !seen.is_empty() {
+            seen.push('.');
+        }
+        seen.push_str(part);
+    }
+    Ok(cur)
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum PresetError {
     #[error("unknown GPU preset `{0}`; built-in presets: {1}")]
@@ -187,13 +238,38 @@ impl Preset {
 
     /// Loads a built-in preset by name and checks it.
     pub fn builtin(name: &str) -> Result<Preset, PresetError> {
+        Self::with_overrides(name, &BTreeMap::new())
+    }
+
+    /// Loads a built-in preset, replaces the fields named by dotted paths
+    /// (`memory.l2.bytes`), and checks the result.
+    pub fn with_overrides(
+        name: &str,
+        overrides: &BTreeMap<String, ron::Value>,
+    ) -> Result<Preset, PresetError> {
         let (_, text) = BUILTIN
             .iter()
             .find(|(n, _)| *n == name)
             .ok_or_else(|| PresetError::Unknown(name.to_string(), Self::names().join(", ")))?;
-        let p: Preset = ron::from_str(text).map_err(|e| PresetError::Invalid {
+        let invalid = |message: String| PresetError::Invalid {
             name: name.to_string(),
-            message: format!("{}:{}: {}", e.span.start.line, e.span.start.col, e.code),
+            message,
+        };
+        let mut value: ron::Value = ron::from_str(text).map_err(|e| {
+            invalid(format!(
+                "{}:{}: {}",
+                e.span.start.line, e.span.start.col, e.code
+            ))
+        })?;
+        for (path, new) in overrides {
+            let slot = field(&mut value, path).map_err(invalid)?;
+            *slot = new.clone();
+        }
+        let p: Preset = value.into_rust().map_err(|e| {
+            invalid(format!(
+                "after overriding {:?}: {e}",
+                overrides.keys().collect::<Vec<_>>()
+            ))
         })?;
         p.check()?;
         Ok(p)
@@ -288,6 +364,7 @@ impl Preset {
     pub fn limits(&self) -> isa::Limits {
         isa::Limits {
             gpu: self.name.clone(),
+            sm_count: self.sm.count,
             max_regs_per_thread: self.regs.max_per_thread,
             has_setmaxnreg: self.regs.has_setmaxnreg,
             setmaxnreg_max: self.regs.setmaxnreg_max,
@@ -351,6 +428,30 @@ mod tests {
             e.to_string(),
             "unknown GPU preset `h101`; built-in presets: h100-sxm, h200-sxm, a100-sxm, rtx3070"
         );
+    }
+
+    #[test]
+    fn overrides_replace_fields_by_path() {
+        let mut o = BTreeMap::new();
+        o.insert("memory.l2.bytes".to_string(), ron::Value::from(1u64 << 24));
+        o.insert("sm.count".to_string(), ron::Value::from(8u32));
+        let p = Preset::with_overrides("h100-sxm", &o).unwrap();
+        assert_eq!((p.memory.l2.bytes, p.sm.count), (1 << 24, 8));
+        let mut bad = BTreeMap::new();
+        bad.insert("memory.l3.bytes".to_string(), ron::Value::from(1u32));
+        let e = Preset::with_overrides("h100-sxm", &bad)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("preset `h100-sxm`: no field `l3` in `memory` (fields: "),
+            "{e}"
+        );
+        let mut wrong = BTreeMap::new();
+        wrong.insert("sm.count".to_string(), ron::Value::String("many".into()));
+        let e = Preset::with_overrides("h100-sxm", &wrong)
+            .unwrap_err()
+            .to_string();
+        assert!(e.ends_with("after overriding [\"sm.count\"]: Expected u32 but found the string \"many\" instead"), "{e}");
     }
 
     #[test]

@@ -11,6 +11,8 @@ use std::path::Path;
 pub struct RunOptions {
     /// `--set key=value` parameter overrides, in order.
     pub sets: Vec<(String, i64)>,
+    /// Runs on this GPU preset instead of the scenario's.
+    pub gpu: Option<String>,
     pub seed: u64,
     /// Overrides the preset's loaded clock for converting cycles to time.
     pub clock_mhz: Option<f64>,
@@ -21,6 +23,7 @@ impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
             sets: Vec::new(),
+            gpu: None,
             seed: 0,
             clock_mhz: None,
             max_cycles: Config::default().max_cycles,
@@ -43,22 +46,23 @@ pub enum RunError {
 }
 
 /// Reads and compiles a scenario file against its GPU preset.
-pub fn load(path: &Path, sets: &[(String, i64)]) -> Result<(Kernel, Preset), RunError> {
+pub fn load(path: &Path, opts: &RunOptions) -> Result<(Kernel, Preset), RunError> {
     let file = path.display().to_string();
     let source = std::fs::read_to_string(path).map_err(|e| RunError::Io(file.clone(), e))?;
-    load_source(&file, &source, sets)
+    load_source(&file, &source, opts)
 }
 
 /// As [`load`], from text already read; `file` names it in diagnostics.
 pub fn load_source(
     file: &str,
     source: &str,
-    sets: &[(String, i64)],
+    opts: &RunOptions,
 ) -> Result<(Kernel, Preset), RunError> {
     let scenario = isa::parse(file, source).map_err(RunError::Scenario)?;
-    let preset =
-        Preset::builtin(&scenario.gpu).map_err(|e| RunError::Preset(file.to_string(), e))?;
-    let kernel = isa::compile(&scenario, sets, &preset.limits(), file, source)
+    let gpu = opts.gpu.as_deref().unwrap_or(&scenario.gpu);
+    let preset = Preset::with_overrides(gpu, &scenario.gpu_overrides)
+        .map_err(|e| RunError::Preset(file.to_string(), e))?;
+    let kernel = isa::compile(&scenario, &opts.sets, &preset.limits(), file, source)
         .map_err(RunError::Scenario)?;
     tracing::debug!(
         scenario = %kernel.name,
@@ -103,6 +107,6 @@ pub fn simulate(
 
 /// Loads, validates and simulates a scenario file.
 pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
-    let (kernel, preset) = load(path, &opts.sets)?;
+    let (kernel, preset) = load(path, opts)?;
     simulate(&path.display().to_string(), &kernel, &preset, opts)
 }
