@@ -12,6 +12,7 @@
 //! - BRRIP inserts at "distant" (1 in 32 at "long"): thrash-resistant, a cyclic working set
 //!   somewhat larger than the cache keeps a stable part resident instead of missing entirely as
 //!   under LRU — the case of a GEMM whose B operand is re-read once per wave.
+//!
 //! On plain re-reads under capacity and on streams it behaves like LRU (closed forms below).
 //! NVIDIA does not document its L2 policy; this is a well-studied "better than LRU" one.
 
