@@ -474,28 +474,42 @@ impl Stack {
     }
 }
 
+/// Emits `ast`'s code and returns whether it reads no run-time slot. A sub-expression of
+/// constants becomes one constant (unless evaluating it fails: that error is left for run
+/// time, where the expression may not even be reached).
 fn emit(
     ast: &Ast,
     resolve: &mut impl FnMut(&str) -> Option<Binding>,
     out: &mut Vec<Node>,
-) -> Result<(), String> {
-    match ast {
-        Ast::Int(v) => out.push(Node::Const(*v)),
+) -> Result<bool, String> {
+    let start = out.len();
+    let constant = match ast {
+        Ast::Int(v) => {
+            out.push(Node::Const(*v));
+            true
+        }
         Ast::Name(n) => match resolve(n) {
-            Some(Binding::Const(v)) => out.push(Node::Const(v)),
-            Some(Binding::Slot(s)) => out.push(Node::Slot(s)),
+            Some(Binding::Const(v)) => {
+                out.push(Node::Const(v));
+                true
+            }
+            Some(Binding::Slot(s)) => {
+                out.push(Node::Slot(s));
+                false
+            }
             None => return Err(n.clone()),
         },
         Ast::Unary(op, a) => {
-            emit(a, resolve, out)?;
+            let c = emit(a, resolve, out)?;
             out.push(Node::Un(*op));
+            c
         }
         Ast::Binary(op @ (BinOp::And | BinOp::Or), a, b) => {
             // a; jump on the deciding value; b as 0/1; skip the short-circuit constant.
-            emit(a, resolve, out)?;
+            let ca = emit(a, resolve, out)?;
             let decide = out.len();
             out.push(Node::Jump(0));
-            emit(b, resolve, out)?;
+            let cb = emit(b, resolve, out)?;
             out.push(Node::Truth);
             let skip = out.len();
             out.push(Node::Jump(0));
@@ -508,25 +522,44 @@ fn emit(
             out[decide] = jump;
             out.push(Node::Const(value));
             out[skip] = Node::Jump(out.len() as u32);
+            ca && cb
         }
         Ast::Binary(op, a, b) => {
-            emit(a, resolve, out)?;
-            emit(b, resolve, out)?;
+            let ca = emit(a, resolve, out)?;
+            let cb = emit(b, resolve, out)?;
             out.push(Node::Bin(*op));
+            ca && cb
         }
         Ast::Cond(c, a, b) => {
-            emit(c, resolve, out)?;
+            let cc = emit(c, resolve, out)?;
             let to_else = out.len();
             out.push(Node::Jump(0));
-            emit(a, resolve, out)?;
+            let ca = emit(a, resolve, out)?;
             let to_end = out.len();
             out.push(Node::Jump(0));
             out[to_else] = Node::JumpIfZero(out.len() as u32);
-            emit(b, resolve, out)?;
+            let cb = emit(b, resolve, out)?;
             out[to_end] = Node::Jump(out.len() as u32);
+            cc && ca && cb
+        }
+    };
+    if constant && out.len() - start > 1 {
+        // Jump targets are absolute: evaluate the sub-code relocated to index 0.
+        let sub: Vec<Node> = out[start..]
+            .iter()
+            .map(|n| match *n {
+                Node::JumpIfZero(t) => Node::JumpIfZero(t - start as u32),
+                Node::JumpIfNonZero(t) => Node::JumpIfNonZero(t - start as u32),
+                Node::Jump(t) => Node::Jump(t - start as u32),
+                other => other,
+            })
+            .collect();
+        if let Ok(v) = (Code { nodes: sub }).eval(&[]) {
+            out.truncate(start);
+            out.push(Node::Const(v));
         }
     }
-    Ok(())
+    Ok(constant)
 }
 
 fn apply(op: BinOp, a: i64, b: i64) -> Result<i64, EvalError> {
@@ -710,9 +743,16 @@ mod tests {
             unknown,
             Err(CompileError::UnknownName("stagess".to_string()))
         );
-        let deep = format!("{}1{}", "(1 + ".repeat(40), ")".repeat(40));
-        let deep = Code::compile(&parse(&deep).unwrap(), &mut |_| None);
+        let deep = format!("{}1{}", "(x + ".repeat(40), ")".repeat(40));
+        let deep = Code::compile(&parse(&deep).unwrap(), &mut |_| Some(Binding::Slot(0)));
         assert_eq!(deep, Err(CompileError::TooDeep));
+        // Constant sub-expressions fold: `x * (2 + 3)` is three nodes.
+        let code = Code::compile(&parse("x * (2 + 3)").unwrap(), &mut |_| {
+            Some(Binding::Slot(0))
+        })
+        .unwrap();
+        assert_eq!(code.nodes.len(), 3);
+        assert_eq!(code.eval(&[4]), Ok(20));
     }
 
     #[test]

@@ -84,18 +84,14 @@ impl MemSys {
         spread(line, self.slices.len())
     }
 
-    fn latency(&self, sm: u32, slice: usize, rng: &mut ChaCha8Rng) -> u64 {
+    /// The round-trip latency between SM `sm` and `slice`: near or far partition.
+    fn latency(&self, sm: u32, slice: usize) -> u64 {
         let slice_part = slice as u64 * self.partitions / self.slices.len() as u64;
         let sm_part = sm as u64 * self.partitions / self.sms;
-        let base = if slice_part == sm_part {
+        if slice_part == sm_part {
             self.near
         } else {
             self.far
-        };
-        base + if self.jitter > 0 {
-            rng.random_range(0..=self.jitter)
-        } else {
-            0
         }
     }
 
@@ -120,6 +116,12 @@ impl MemSys {
         rng: &mut ChaCha8Rng,
     ) -> u64 {
         self.l2_bytes += bytes;
+        // One jitter draw per request: its lines travel together.
+        let jitter = if self.jitter > 0 {
+            rng.random_range(0..=self.jitter)
+        } else {
+            0
+        };
         let first = addr / self.line;
         let last = (addr + bytes.max(1) - 1) / self.line;
         let mut done = now;
@@ -129,7 +131,7 @@ impl MemSys {
             let hi = (addr + bytes).min((line + 1) * self.line);
             let part = hi.saturating_sub(lo).max(1);
             let slice = self.slice_of(line);
-            let lat = self.latency(sm, slice, rng);
+            let lat = self.latency(sm, slice) + jitter;
             let at_l2 = now + lat / 2;
             let a = self.l2.access(line, write);
             if a.writeback {

@@ -25,6 +25,10 @@ pub struct Report {
     pub occupancy_limiter: String,
     /// ⌈CTAs / (SMs × CTAs per SM)⌉.
     pub waves: u32,
+    /// CTA slots the last wave uses, as a fraction of a full wave.
+    pub last_wave_fill: f64,
+    /// How many SMs ran how many CTAs over the run: {"CTAs": SMs}.
+    pub sm_ctas: BTreeMap<u32, u32>,
     pub cycles: u64,
     pub clock_mhz: f64,
     /// `preset-loaded` (the preset's typical clock under tensor load) or `command-line`.
@@ -63,6 +67,8 @@ pub struct DramReport {
     pub write_bytes: u64,
     /// The problem's minimum: every declared tensor moved once.
     pub min_bytes: u64,
+    /// The part of `write_bytes` still dirty in L2 when the kernel ended.
+    pub flushed_bytes: u64,
     /// Bytes moved during the kernel (not the final flush of dirty L2 lines) over its time.
     pub bandwidth_gbs: f64,
 }
@@ -113,6 +119,8 @@ impl Report {
             }
         };
         let m = &s.mem;
+        let slots = p.sm.count * s.occupancy.ctas.max(1);
+        let waves = k.grid.div_ceil(slots);
         let dram_bytes = m.dram_read_bytes + m.dram_write_bytes;
         let u = &s.units;
         let units = [
@@ -167,7 +175,12 @@ impl Report {
             ctas: k.grid,
             ctas_per_sm: s.occupancy.ctas.min(k.grid),
             occupancy_limiter: s.occupancy.limiter().to_string(),
-            waves: k.grid.div_ceil(p.sm.count * s.occupancy.ctas.max(1)),
+            waves,
+            last_wave_fill: (k.grid - (waves - 1) * slots) as f64 / slots as f64,
+            sm_ctas: s.ctas_per_sm_run.iter().fold(BTreeMap::new(), |mut m, &c| {
+                *m.entry(c).or_insert(0) += 1;
+                m
+            }),
             cycles: s.cycles,
             clock_mhz: clock,
             clock_source: source.to_string(),
@@ -189,6 +202,7 @@ impl Report {
                 read_bytes: m.dram_read_bytes,
                 write_bytes: m.dram_write_bytes,
                 min_bytes: k.tensors.iter().map(|t| t.bytes).sum(),
+                flushed_bytes: m.dram_flush_bytes,
                 // Dirty lines flushed after the kernel do not count toward its bandwidth.
                 bandwidth_gbs: gbs(dram_bytes - m.dram_flush_bytes),
             },
@@ -255,6 +269,21 @@ impl Report {
                     "  analytic    (the scenario states no analytic prediction)"
                 );
             }
+        }
+        if self.waves > 1 {
+            let spread: Vec<String> = self
+                .sm_ctas
+                .iter()
+                .rev()
+                .map(|(ctas, sms)| format!("{sms} SM(s) ran {ctas}"))
+                .collect();
+            let _ = writeln!(
+                o,
+                "  waves       {}, the last {:.0}% full; CTAs per SM over the run: {}",
+                self.waves,
+                100.0 * self.last_wave_fill,
+                spread.join(", ")
+            );
         }
         let _ = writeln!(
             o,
