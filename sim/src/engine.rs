@@ -17,19 +17,34 @@ use crate::queue::EventQueue;
 use crate::regfile::RegPool;
 use crate::server::Server;
 use crate::tensor_core::{Hgmma, TensorPipe};
+use crate::trace::{self, Tracer, WarpInfo};
 use crate::warp_state::{Accounting, State};
 use crate::{gmem, smem, tma};
 use isa::expr::Code;
 use isa::program::{slot, BarRef, Inst, Kernel, Op, Pipe, SlotRef, WARPS_PER_WARPGROUP, WARP_SIZE};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use serde_json::json;
 use std::collections::VecDeque;
 
 /// Control-flow steps a warp may take without issuing before the run is stopped
 /// (a loop with no instructions and a huge trip count).
-const MAX_CONTROL_STEPS: u32 = 1 << 20;
+pub const MAX_CONTROL_STEPS: u32 = 1 << 20;
+/// Main-loop iterations between progress reports.
+const PROGRESS_EVERY: u64 = 1 << 16;
+
+/// A progress callback: (cycle, CTAs retired, CTAs in the grid).
+#[derive(Clone)]
+pub struct Progress(pub std::sync::Arc<dyn Fn(u64, u32, u32) + Send + Sync>);
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress(..)")
+    }
+}
+
 /// Largest per-thread count of one compute instruction (keeps the count in a u32).
-const MAX_MACRO_COUNT: i64 = 1 << 30;
+pub const MAX_MACRO_COUNT: i64 = 1 << 30;
 
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -139,6 +154,12 @@ struct Warp {
     /// Per counter, how many `AtomicAdd`s this warp has executed.
     atomics: Vec<u32>,
     regs: u32,
+    /// The instruction of the current state interval (for the trace).
+    state_pc: u32,
+    /// The mbarrier array of the current or last mbarrier wait, and the cycles spent waiting on
+    /// each array (the sub-reasons of `mbarrier_wait`).
+    waiting_on: u16,
+    mbar_wait: Vec<u64>,
     /// Set at issue by a blocking instruction (bar.sync) and cleared by whoever releases it.
     hold: Option<State>,
     issued: u64,
@@ -165,6 +186,7 @@ struct WarpGroup {
 
 struct Cta {
     block: u32,
+    sm: u32,
     mbars: Vec<MBarrier>,
     /// Per mbarrier: warps waiting and the parity each waits for.
     mbar_waiters: Vec<Vec<(u32, u32)>>,
@@ -224,6 +246,9 @@ pub struct UnitBusy {
 #[derive(Clone, Debug)]
 pub struct WarpResult {
     pub cta: u32,
+    pub sm: u32,
+    /// `mbarrier_wait` cycles by mbarrier array, in declaration order.
+    pub mbarrier_waits: Vec<u64>,
     pub role: String,
     /// `consumer1.w2`: role, warpgroup index in the role, warp index in the warpgroup.
     pub name: String,
@@ -273,6 +298,16 @@ pub struct Engine<'a> {
     /// Latest cycle any booked work ends (kernel end covers in-flight work).
     horizon: u64,
     mma_flops: u64,
+    tracer: Option<Tracer>,
+    progress: Option<Progress>,
+    /// Main-loop iterations and CTAs retired, for progress reports.
+    iterations: u64,
+    retired: u32,
+    /// Trace sampling: the last sample's cycle, each SM's cumulative unit busy cycles then, and
+    /// the memory system's cumulative L2 and DRAM bytes then.
+    sampled_at: u64,
+    sample_prev: Vec<[u64; 5]>,
+    sample_mem: (u64, u64),
     /// Global atomic counters, and where they live (after the tensors).
     counters: Vec<i64>,
     counter_base: u64,
@@ -325,6 +360,13 @@ impl<'a> Engine<'a> {
             tensor_base,
             horizon: 0,
             mma_flops: 0,
+            tracer: None,
+            progress: None,
+            iterations: 0,
+            retired: 0,
+            sampled_at: 0,
+            sample_prev: vec![[0; 5]; p.sm.count as usize],
+            sample_mem: (0, 0),
             counters: k.counters.iter().map(|(_, v)| *v).collect(),
             counter_base: next,
             error: None,
@@ -332,7 +374,39 @@ impl<'a> Engine<'a> {
     }
 
     /// Runs the kernel to completion.
-    pub fn run(mut self) -> Result<RunStats, SimError> {
+    /// Calls `progress(cycle, CTAs retired, CTAs in the grid)` every so often during the run.
+    pub fn with_progress(mut self, progress: Progress) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+
+    /// Attaches a trace writer; the engine reports warp states, events and unit samples to it.
+    pub fn with_tracer(mut self, tracer: Tracer) -> Self {
+        self.tracer = Some(tracer);
+        self
+    }
+
+    /// Runs the kernel to completion.
+    pub fn run(self) -> Result<RunStats, SimError> {
+        self.run_traced().0
+    }
+
+    /// Runs the kernel and hands back the trace writer, also when the run fails (the trace
+    /// then ends at the failure, every live warp's last state interval included).
+    pub fn run_traced(mut self) -> (Result<RunStats, SimError>, Option<Tracer>) {
+        let result = self.simulate();
+        if result.is_err() {
+            self.close_open_intervals();
+        }
+        self.sample(true);
+        let tracer = self.tracer.take();
+        match result {
+            Ok(()) => (Ok(self.finish()), tracer),
+            Err(e) => (Err(e), tracer),
+        }
+    }
+
+    fn simulate(&mut self) -> Result<(), SimError> {
         if self.occ.ctas == 0 {
             // Static validation keeps per-CTA needs within the preset's SM, so this is a bug guard.
             return Err(SimError::Deadlock {
@@ -365,6 +439,13 @@ impl<'a> Engine<'a> {
             if let Some(e) = self.error.take() {
                 return Err(e);
             }
+            self.sample(false);
+            self.iterations += 1;
+            if self.iterations.is_multiple_of(PROGRESS_EVERY) {
+                if let Some(p) = &self.progress {
+                    (p.0)(self.now, self.retired, self.k.grid);
+                }
+            }
             if active {
                 self.now += 1;
             } else if let Some(t) = self.q.peek_cycle() {
@@ -383,7 +464,94 @@ impl<'a> Engine<'a> {
         if self.warps.iter().any(|w| w.acct.exited().is_none()) || self.next_block < self.k.grid {
             return Err(self.deadlock());
         }
-        Ok(self.finish())
+        Ok(())
+    }
+
+    /// Writes unit busy fractions per SM and GPU-wide bandwidths for each elapsed sample window
+    /// (`last`: also the partial window at the end).
+    fn sample(&mut self, last: bool) {
+        let Some(t) = &self.tracer else {
+            return;
+        };
+        let every = t.level().sample_every();
+        let at = if last {
+            self.now.max(self.horizon)
+        } else {
+            self.now / every * every
+        };
+        if at <= self.sampled_at || (!last && self.now < self.sampled_at + every) {
+            return;
+        }
+        let span = (at - self.sampled_at) as f64;
+        let parts = self.p.sm.partitions as usize;
+        let mut rows = Vec::new();
+        for (i, sm) in self.sms.iter().enumerate() {
+            let pp = &self.parts[i * parts..(i + 1) * parts];
+            let now = [
+                sm.tensor.busy(),
+                sm.port.busy(),
+                pp.iter().map(|p| p.pipes[2].busy()).sum::<u64>() / parts as u64,
+                sm.tma_busy,
+                self.mem.port_busy(i as u32),
+            ];
+            let before = std::mem::replace(&mut self.sample_prev[i], now);
+            if sm.launched > 0 {
+                let f = |k: usize| ((now[k] - before[k]) as f64 / span).min(1.0);
+                rows.push((
+                    i as u32,
+                    json!({ "tensor": f(0), "smem": f(1), "mufu": f(2), "tma": f(3), "l2_port": f(4) }),
+                ));
+            }
+        }
+        let (l2, dram) = (self.mem.l2_bytes(), self.mem.dram_bytes());
+        let gpu = json!({
+            "l2_bytes_per_cycle": (l2 - self.sample_mem.0) as f64 / span,
+            "dram_bytes_per_cycle": (dram - self.sample_mem.1) as f64 / span,
+        });
+        self.sample_mem = (l2, dram);
+        let start = self.sampled_at;
+        self.sampled_at = at;
+        let Some(t) = &mut self.tracer else {
+            return;
+        };
+        for (sm, series) in rows {
+            t.counters(sm, "busy", start, series);
+        }
+        t.counters(trace::GPU_PID, "bandwidth", start, gpu);
+    }
+
+    /// Reports every live warp's current state interval up to now to the tracer (the run
+    /// stopped).
+    fn close_open_intervals(&mut self) {
+        for w in 0..self.warps.len() as u32 {
+            let warp = &self.warps[w as usize];
+            if warp.acct.exited().is_none() {
+                let (state, since) = (warp.acct.state(), warp.acct.since());
+                self.close_interval(w, state, since);
+            }
+        }
+    }
+
+    /// A state interval of warp `w` closed: charges mbarrier waits to their barrier and reports
+    /// the interval to the tracer.
+    fn close_interval(&mut self, w: u32, state: State, since: u64) {
+        let warp = &mut self.warps[w as usize];
+        if state == State::MbarrierWait {
+            warp.mbar_wait[warp.waiting_on as usize] += self.now - since;
+        }
+        if let Some(t) = &mut self.tracer {
+            let role = &self.k.roles[warp.role as usize];
+            let path = role
+                .paths
+                .get(warp.state_pc as usize)
+                .map_or("exit", |p| p.as_str());
+            if state == State::MbarrierWait {
+                let bar = &self.k.mbarriers[warp.waiting_on as usize].name;
+                t.interval(w, state, since, self.now, &format!("{path} on {bar}"));
+            } else {
+                t.interval(w, state, since, self.now, path);
+            }
+        }
     }
 
     fn finish(self) -> RunStats {
@@ -410,6 +578,8 @@ impl<'a> Engine<'a> {
                 let role = &self.k.roles[w.role as usize];
                 WarpResult {
                     cta: self.ctas[w.cta as usize].block,
+                    sm: w.sm,
+                    mbarrier_waits: w.mbar_wait.clone(),
                     role: role.name.clone(),
                     name: self.warp_name(w),
                     cycles: w.acct.cycles_at(end),
@@ -478,6 +648,7 @@ impl<'a> Engine<'a> {
         }
         self.ctas.push(Cta {
             block,
+            sm,
             mbar_waiters: vec![Vec::new(); mbars.len()],
             mbars,
             named: vec![NamedBarrier::default(); self.p.barriers.named as usize],
@@ -530,8 +701,22 @@ impl<'a> Engine<'a> {
                         atomics: vec![0; k.counters.len()],
                         regs: k.regs_per_thread,
                         hold: None,
+                        state_pc: 0,
+                        waiting_on: 0,
+                        mbar_wait: vec![0; k.mbarriers.len()],
                         issued: 0,
                     });
+                    if let Some(t) = &mut self.tracer {
+                        let name = format!("{}{wg}.w{w}", role.name);
+                        t.warp(
+                            id,
+                            WarpInfo {
+                                sm,
+                                name,
+                                cta: block,
+                            },
+                        );
+                    }
                     *member = id;
                     warp_in_cta += 1;
                 }
@@ -546,8 +731,9 @@ impl<'a> Engine<'a> {
     }
 
     fn retire_warp(&mut self, w: u32) {
-        let warp = &mut self.warps[w as usize];
-        warp.acct.exit(self.now);
+        let (old, since) = self.warps[w as usize].acct.exit(self.now);
+        self.close_interval(w, old, since);
+        let warp = &self.warps[w as usize];
         let (p, s, cta) = (
             warp.partition as usize,
             warp.slot as usize,
@@ -560,6 +746,7 @@ impl<'a> Engine<'a> {
         self.ctas[cta].live_warps -= 1;
         if self.ctas[cta].live_warps == 0 {
             self.sms[warp_sm].resident -= 1;
+            self.retired += 1;
             self.launch_ctas();
         }
     }
@@ -644,6 +831,17 @@ impl<'a> Engine<'a> {
                 }
             }
             Event::TxComplete { cta, bar, bytes } => {
+                if self.tracer.is_some() {
+                    let args = json!({
+                        "cta": self.ctas[cta as usize].block,
+                        "mbarrier": self.mbar_name(bar),
+                        "bytes": bytes,
+                    });
+                    let sm = self.cta_sm(cta);
+                    if let Some(tr) = &mut self.tracer {
+                        tr.instant(sm, self.now, "TMA complete", args);
+                    }
+                }
                 if self.ctas[cta as usize].mbars[bar as usize].complete_tx(bytes) {
                     self.phase_completed(cta, bar);
                 }
@@ -664,6 +862,18 @@ impl<'a> Engine<'a> {
     }
 
     fn phase_completed(&mut self, cta: u32, bar: u32) {
+        if self.tracer.is_some() {
+            let c = &self.ctas[cta as usize];
+            let args = json!({
+                "cta": c.block,
+                "mbarrier": self.mbar_name(bar),
+                "completed_phase": c.mbars[bar as usize].phase() - 1,
+            });
+            let sm = self.cta_sm(cta);
+            if let Some(tr) = &mut self.tracer {
+                tr.instant(sm, self.now, "mbarrier phase", args);
+            }
+        }
         let t = self.now + self.p.barriers.mbarrier_latency;
         let c = &mut self.ctas[cta as usize];
         let m = &c.mbars[bar as usize];
@@ -766,7 +976,9 @@ impl<'a> Engine<'a> {
     fn set_state(&mut self, w: u32, s: State) {
         let warp = &mut self.warps[w as usize];
         if warp.acct.state() != s {
-            warp.acct.set(self.now, s);
+            let (old, since) = warp.acct.set(self.now, s);
+            self.close_interval(w, old, since);
+            self.warps[w as usize].state_pc = self.warps[w as usize].pc;
         }
     }
 
@@ -974,6 +1186,7 @@ impl<'a> Engine<'a> {
                     if !list.contains(&(w, parity)) {
                         list.push((w, parity));
                     }
+                    self.warps[w as usize].waiting_on = bar.array;
                     Outcome::Blocked(State::MbarrierWait)
                 }
             }
@@ -1419,6 +1632,11 @@ impl<'a> Engine<'a> {
         Ok(())
     }
 
+    /// The SM a CTA (engine-wide index) runs on.
+    fn cta_sm(&self, cta: u32) -> u32 {
+        self.ctas[cta as usize].sm
+    }
+
     fn mbar_name(&self, flat: u32) -> String {
         let m = self
             .k
@@ -1455,6 +1673,13 @@ impl<'a> Engine<'a> {
                 waiters.push(w);
             }
             let t = self.now + self.p.barriers.named_latency;
+            if self.tracer.is_some() {
+                let args = json!({ "cta": self.ctas[cta].block, "id": id, "threads": threads });
+                let sm = self.warps[w as usize].sm;
+                if let Some(tr) = &mut self.tracer {
+                    tr.instant(sm, self.now, "named barrier", args);
+                }
+            }
             for waiter in waiters {
                 self.q.push(t, Event::Release(waiter));
             }

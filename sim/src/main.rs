@@ -1,10 +1,15 @@
 //! The `sim` command line.
 
 use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use sim::engine::Progress;
 use sim::preset::Preset;
-use sim::run::{self, RunOptions};
+use sim::run::{self, RunOptions, TraceOptions};
+use sim::trace::{Filter, Level};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Instant;
 
 #[derive(Parser)]
@@ -36,6 +41,57 @@ struct ScenarioArgs {
     max_cycles: u64,
 }
 
+#[derive(clap::Args)]
+struct TraceArgs {
+    /// Trace file (default: traces/<scenario>.trace.json).
+    #[arg(long, value_name = "PATH", conflicts_with = "no_trace")]
+    trace: Option<PathBuf>,
+    /// Write no trace.
+    #[arg(long)]
+    no_trace: bool,
+    /// Trace only SMs START..END (END exclusive).
+    #[arg(long, value_name = "START..END", value_parser = parse_range)]
+    trace_sms: Option<std::ops::Range<u64>>,
+    /// Trace only cycles START..END.
+    #[arg(long, value_name = "START..END", value_parser = parse_range)]
+    trace_window: Option<std::ops::Range<u64>>,
+    /// Detail: counters only, warp states (merged), or every state interval.
+    #[arg(long, value_enum, default_value = "warps")]
+    trace_level: Level,
+}
+
+impl TraceArgs {
+    fn options(&self) -> Option<TraceOptions> {
+        (!self.no_trace).then(|| TraceOptions {
+            path: self.trace.clone(),
+            filter: Filter {
+                level: self.trace_level,
+                sms: self.trace_sms.clone().map(|r| {
+                    r.start.min(u32::MAX as u64) as u32..r.end.min(u32::MAX as u64) as u32
+                }),
+                window: self.trace_window.clone(),
+            },
+        })
+    }
+}
+
+fn parse_range(s: &str) -> Result<std::ops::Range<u64>, String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("`{s}` is not START..END"))?;
+    let num = |x: &str| {
+        x.trim()
+            .replace('_', "")
+            .parse::<u64>()
+            .map_err(|_| format!("`{x}` in `{s}` is not a non-negative integer"))
+    };
+    let (a, b) = (num(a)?, num(b)?);
+    if a >= b {
+        return Err(format!("`{s}` is empty: START must be below END"));
+    }
+    Ok(a..b)
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Simulate a scenario and print a summary (or `--json`).
@@ -48,6 +104,8 @@ enum Command {
         /// Print the report as one JSON object (see docs/cli.md).
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        trace: TraceArgs,
     },
     /// Measure the simulator's speed on a scenario (simulated instructions per wall second).
     Bench {
@@ -59,6 +117,28 @@ enum Command {
     },
     /// List the built-in GPU presets.
     Presets,
+    /// Where the warps' cycles went, per role or warp, from a trace.
+    Stalls {
+        /// Trace file written by `sim run`.
+        trace: PathBuf,
+        /// One row per warp instead of per role.
+        #[arg(long)]
+        per_warp: bool,
+        /// Comma-separated rows: row,state,ncu,warp_cycles,fraction.
+        #[arg(long, conflicts_with = "json")]
+        csv: bool,
+        /// The same numbers as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One self-contained HTML page (timeline, stall charts, counters) from a trace.
+    Report {
+        /// Trace file written by `sim run`.
+        trace: PathBuf,
+        /// Where to write the page.
+        #[arg(short, long, default_value = "report.html")]
+        output: PathBuf,
+    },
     /// Analytic models: GEMM resources and roofline, autotuner steps, attention, decode.
     Analyze(sim::analytic::cli::AnalyzeArgs),
 }
@@ -93,6 +173,17 @@ fn main() -> ExitCode {
     }
 }
 
+/// A progress bar on stderr, only when stderr is a terminal.
+fn progress_bar() -> Option<(ProgressBar, Instant)> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let style =
+        ProgressStyle::with_template("{spinner} {pos}/{len} CTAs done, {msg} [{elapsed}]").ok()?;
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(style);
+    Some((bar, Instant::now()))
+}
+
 fn options(a: &ScenarioArgs, clock_mhz: Option<f64>) -> RunOptions {
     RunOptions {
         sets: a.sets.clone(),
@@ -100,6 +191,8 @@ fn options(a: &ScenarioArgs, clock_mhz: Option<f64>) -> RunOptions {
         seed: a.seed,
         clock_mhz,
         max_cycles: a.max_cycles,
+        trace: None,
+        progress: None,
     }
 }
 
@@ -109,9 +202,27 @@ fn execute(cmd: Command) -> Result<(), String> {
             scenario,
             clock_mhz,
             json,
+            trace,
         } => {
-            let report = run::run_file(&scenario.file, &options(&scenario, clock_mhz))
-                .map_err(|e| e.to_string())?;
+            let mut opts = options(&scenario, clock_mhz);
+            opts.trace = trace.options();
+            let bar = progress_bar();
+            opts.progress = bar.as_ref().map(|(b, start)| {
+                let (b, start) = (b.clone(), *start);
+                Progress(Arc::new(move |cycle, done, grid| {
+                    // Runs under a second never show a bar.
+                    if start.elapsed().as_secs_f64() > 1.0 {
+                        b.set_length(grid as u64);
+                        b.set_position(done as u64);
+                        b.set_message(format!("cycle {cycle}"));
+                    }
+                }))
+            });
+            let result = run::run_file(&scenario.file, &opts);
+            if let Some((b, _)) = bar {
+                b.finish_and_clear();
+            }
+            let report = result.map_err(|e| e.to_string())?;
             if json {
                 println!("{}", report.to_json());
             } else {
@@ -151,6 +262,33 @@ fn execute(cmd: Command) -> Result<(), String> {
             Ok(())
         }
         Command::Analyze(args) => sim::analytic::cli::run(&args).map(|text| print!("{text}")),
+        Command::Stalls {
+            trace,
+            per_warp,
+            csv,
+            json,
+        } => {
+            let s = sim::stalls::load(&trace, per_warp)?;
+            if csv {
+                print!("{}", sim::stalls::csv(&s));
+            } else if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&s).map_err(|e| e.to_string())?
+                );
+            } else {
+                let color =
+                    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+                print!("{}", sim::stalls::render(&s, color));
+            }
+            Ok(())
+        }
+        Command::Report { trace, output } => {
+            let page = sim::report_html::build(&trace)?;
+            std::fs::write(&output, page).map_err(|e| format!("{}: {e}", output.display()))?;
+            eprintln!("wrote {}", output.display());
+            Ok(())
+        }
         Command::Presets => {
             for name in Preset::names() {
                 let p = Preset::builtin(name).map_err(|e| e.to_string())?;

@@ -178,6 +178,16 @@ impl MemSys {
         }
     }
 
+    /// Bytes the SMs have moved through L2 so far.
+    pub fn l2_bytes(&self) -> u64 {
+        self.l2_bytes
+    }
+
+    /// Bytes HBM has read and written so far (without the final flush).
+    pub fn dram_bytes(&self) -> u64 {
+        self.hbm.read_bytes() + self.hbm.write_bytes()
+    }
+
     /// Cycles each SM's port was busy.
     pub fn port_busy(&self, sm: u32) -> u64 {
         self.ports[sm as usize].busy()

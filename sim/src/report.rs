@@ -1,6 +1,7 @@
 //! What a run reports: the `--json` object (a stable interface, documented in `docs/cli.md`) and
 //! the readable summary printed by `sim run`.
 
+use crate::analytic::bound::Bound;
 use crate::engine::RunStats;
 use crate::preset::Preset;
 use crate::warp_state::State;
@@ -42,12 +43,28 @@ pub struct Report {
     pub dram: DramReport,
     pub units: BTreeMap<String, Unit>,
     pub roles: BTreeMap<String, Role>,
+    /// The scenario's own prediction, or else the generic bound's.
     pub analytic: Option<Analytic>,
+    /// The generic resource bound (`docs/analytic.md`), reported for every scenario so those with
+    /// their own model show both; null when the walk could not bound the kernel.
+    pub bound: Option<BoundReport>,
+    /// Why `bound` is null (for the summary).
+    #[serde(skip)]
+    pub bound_error: Option<String>,
     /// Engine work: events pushed on the queue.
     pub events: u64,
+    /// The trace this run wrote, if any.
+    pub trace: Option<TraceReport>,
     /// Role names in the kernel's order (for the summary; the JSON maps are sorted by name).
     #[serde(skip)]
     pub role_order: Vec<String>,
+}
+
+/// Where the run's trace went.
+#[derive(Clone, Debug, Serialize)]
+pub struct TraceReport {
+    pub path: String,
+    pub events: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -89,6 +106,8 @@ pub struct Role {
     pub states: BTreeMap<String, u64>,
     /// The same warp-cycles grouped by Nsight Compute stall reason.
     pub ncu: BTreeMap<String, u64>,
+    /// `mbarrier_wait` warp-cycles by the mbarrier waited on (its sub-reasons).
+    pub mbarrier_waits: BTreeMap<String, u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -100,7 +119,22 @@ pub struct Analytic {
     pub note: String,
 }
 
+#[derive(Clone, Debug, Serialize)]
+pub struct BoundReport {
+    pub cycles: u64,
+    /// The unit whose demand over capacity is largest.
+    pub binding: String,
+    /// Simulated cycles / bound cycles (at least about 1: the bound is a lower bound).
+    pub ratio: f64,
+    /// Every unit's demand over capacity, in cycles.
+    pub units: BTreeMap<String, f64>,
+}
+
+/// The note of an `analytic` entry filled from the generic bound.
+const GENERIC_NOTE: &str = "generic resource bound";
+
 impl Report {
+    /// The report without the generic bound (see [`Report::with_bound`]).
     pub fn new(k: &Kernel, p: &Preset, s: &RunStats, seed: u64, clock_mhz: Option<f64>) -> Self {
         let (clock, source) = match clock_mhz {
             Some(c) => (c, "command-line"),
@@ -149,7 +183,13 @@ impl Report {
                     .map(|st| (st.name().to_string(), 0))
                     .collect(),
                 ncu: BTreeMap::new(),
+                mbarrier_waits: BTreeMap::new(),
             });
+            for (m, &c) in k.mbarriers.iter().zip(&w.mbarrier_waits) {
+                if c > 0 {
+                    *r.mbarrier_waits.entry(m.name.clone()).or_default() += c;
+                }
+            }
             r.warps += 1;
             r.lifetime += w.lifetime;
             r.instructions += w.issued;
@@ -209,9 +249,42 @@ impl Report {
             units,
             roles,
             analytic,
+            bound: None,
+            bound_error: Some("not computed".to_string()),
             events: s.events,
+            trace: None,
             role_order: k.roles.iter().map(|r| r.name.clone()).collect(),
         }
+    }
+
+    /// Adds the generic resource bound of `k` (or why there is none); a scenario without its own
+    /// analytic prediction gets the bound as its `analytic` entry.
+    pub fn with_bound(mut self, k: &Kernel, bound: Result<Bound, String>) -> Self {
+        match bound {
+            Ok(b) => {
+                let ratio = self.cycles as f64 / b.cycles.max(1) as f64;
+                if k.analytic.is_none() {
+                    self.analytic = Some(Analytic {
+                        cycles: i64::try_from(b.cycles).unwrap_or(i64::MAX),
+                        bound: b.binding.to_string(),
+                        ratio,
+                        note: GENERIC_NOTE.to_string(),
+                    });
+                }
+                self.bound = Some(BoundReport {
+                    cycles: b.cycles,
+                    binding: b.binding.to_string(),
+                    ratio,
+                    units: b.units.iter().map(|&(n, c)| (n.to_string(), c)).collect(),
+                });
+                self.bound_error = None;
+            }
+            Err(e) => {
+                self.bound = None;
+                self.bound_error = Some(e);
+            }
+        }
+        self
     }
 
     pub fn to_json(&self) -> String {
@@ -268,6 +341,22 @@ impl Report {
                     o,
                     "  analytic    (the scenario states no analytic prediction)"
                 );
+            }
+        }
+        match (&self.bound, &self.bound_error) {
+            (Some(b), _) => {
+                let _ = writeln!(
+                    o,
+                    "  bound       {} cycles, binding unit {} ({GENERIC_NOTE}); simulated / bound = {:.3}",
+                    group(b.cycles),
+                    b.binding,
+                    b.ratio
+                );
+            }
+            (None, why) => {
+                // One line: a walk error carries its program path on a second line.
+                let why = why.as_deref().unwrap_or("").replace('\n', " ");
+                let _ = writeln!(o, "  bound       unavailable: {why}");
             }
         }
         if self.waves > 1 {
@@ -339,6 +428,14 @@ impl Report {
                 })
                 .collect();
             let _ = writeln!(o, "  {name:<10} {:>2} warps: {}", r.warps, parts.join(", "));
+        }
+        if let Some(t) = &self.trace {
+            let _ = writeln!(
+                o,
+                "trace written to {} ({} events; `sim stalls {0}`, `sim report {0}`)",
+                t.path,
+                group(t.events)
+            );
         }
         o
     }

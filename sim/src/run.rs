@@ -1,11 +1,16 @@
-//! From a scenario file to a report: read, validate against the preset, compile, simulate.
+//! From a scenario file to a report: read, validate against the preset, compile, simulate, and
+//! bound the kernel's time from its resource demand (`analytic::bound`).
 
-use crate::engine::{Config, Engine, SimError};
+use crate::analytic::bound;
+use crate::engine::{Config, Engine, Progress, SimError};
 use crate::preset::{Preset, PresetError};
-use crate::report::Report;
+use crate::report::{Report, TraceReport};
+use crate::trace::{Filter, Tracer};
+use crate::warp_state::State;
 use isa::program::Kernel;
 use isa::Diagnostic;
-use std::path::Path;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
 
 #[derive(Clone, Debug)]
 pub struct RunOptions {
@@ -17,6 +22,18 @@ pub struct RunOptions {
     /// Overrides the preset's loaded clock for converting cycles to time.
     pub clock_mhz: Option<f64>,
     pub max_cycles: u64,
+    /// Write a trace (`sim run` does by default; the library does not).
+    pub trace: Option<TraceOptions>,
+    /// Called now and then with (cycle, CTAs retired, CTAs in the grid).
+    pub progress: Option<Progress>,
+}
+
+/// Where a trace goes and what it holds.
+#[derive(Clone, Debug)]
+pub struct TraceOptions {
+    /// The file; `None` = `traces/<scenario>.trace.json`.
+    pub path: Option<PathBuf>,
+    pub filter: Filter,
 }
 
 impl Default for RunOptions {
@@ -27,6 +44,8 @@ impl Default for RunOptions {
             seed: 0,
             clock_mhz: None,
             max_cycles: Config::default().max_cycles,
+            trace: None,
+            progress: None,
         }
     }
 }
@@ -39,8 +58,13 @@ pub enum RunError {
     Scenario(Diagnostic),
     #[error("{0}: {1}")]
     Preset(String, PresetError),
-    #[error("{file}: {error}")]
-    Sim { file: String, error: SimError },
+    #[error("{file}: {error}{}", trace.as_ref().map(|t| format!("\n  = the trace up to that point is in {t}")).unwrap_or_default())]
+    Sim {
+        file: String,
+        error: Box<SimError>,
+        /// The trace written up to the failure.
+        trace: Option<String>,
+    },
     #[error("--clock-mhz must be a positive number of MHz, not {0}")]
     Clock(f64),
 }
@@ -74,39 +98,158 @@ pub fn load_source(
     Ok((kernel, preset))
 }
 
-/// Simulates a compiled kernel and builds its report.
+/// Simulates a compiled kernel and builds its report, without the generic bound ([`run_file`]
+/// adds it; `sim bench` times the engine alone) and without a trace.
 pub fn simulate(
     file: &str,
     kernel: &Kernel,
     preset: &Preset,
     opts: &RunOptions,
 ) -> Result<Report, RunError> {
+    let (result, _) = simulate_traced(file, kernel, preset, opts, None)?;
+    result
+}
+
+fn config(preset: &Preset, opts: &RunOptions) -> Result<Config, RunError> {
     let clock = match opts.clock_mhz {
         Some(c) if !(c > 0.0 && c.is_finite()) => return Err(RunError::Clock(c)),
         c => c,
     };
-    let cfg = Config {
+    Ok(Config {
         seed: opts.seed,
         clock_mhz: clock.unwrap_or(preset.clock.loaded_mhz),
         max_cycles: opts.max_cycles,
-    };
-    let stats = Engine::new(kernel, preset, cfg)
-        .run()
-        .map_err(|error| RunError::Sim {
-            file: file.to_string(),
-            error,
-        })?;
-    tracing::debug!(
-        cycles = stats.cycles,
-        instructions = stats.instructions,
-        events = stats.events,
-        "simulated"
-    );
-    Ok(Report::new(kernel, preset, &stats, opts.seed, clock))
+    })
 }
 
-/// Loads, validates and simulates a scenario file.
+/// Simulates with an optional trace writer, which comes back (also after a failed run) for
+/// [`finish_trace`]; the outer error is a setup error, the inner one the run's.
+#[allow(clippy::type_complexity)]
+fn simulate_traced(
+    file: &str,
+    kernel: &Kernel,
+    preset: &Preset,
+    opts: &RunOptions,
+    tracer: Option<Tracer>,
+) -> Result<(Result<Report, RunError>, Option<(Tracer, Vec<Value>)>), RunError> {
+    let cfg = config(preset, opts)?;
+    let mut engine = Engine::new(kernel, preset, cfg);
+    if let Some(t) = tracer {
+        engine = engine.with_tracer(t);
+    }
+    if let Some(p) = &opts.progress {
+        engine = engine.with_progress(p.clone());
+    }
+    let (result, tracer) = engine.run_traced();
+    let result = result.map_err(|error| RunError::Sim {
+        file: file.to_string(),
+        error: Box::new(error),
+        trace: None,
+    });
+    let mut warps = Vec::new();
+    let report = result.map(|stats| {
+        tracing::debug!(
+            cycles = stats.cycles,
+            instructions = stats.instructions,
+            events = stats.events,
+            "simulated"
+        );
+        for (id, w) in stats.warps.iter().enumerate() {
+            let states: serde_json::Map<String, Value> = State::ALL
+                .iter()
+                .map(|s| (s.name().to_string(), json!(w.cycles[*s as usize])))
+                .collect();
+            let mbarriers: serde_json::Map<String, Value> = kernel
+                .mbarriers
+                .iter()
+                .zip(&w.mbarrier_waits)
+                .filter(|(_, &c)| c > 0)
+                .map(|(m, &c)| (m.name.clone(), json!(c)))
+                .collect();
+            warps.push(json!({
+                "id": id, "name": w.name, "role": w.role, "cta": w.cta, "sm": w.sm,
+                "lifetime": w.lifetime, "states": states, "mbarrier_waits": mbarriers,
+            }));
+        }
+        Report::new(kernel, preset, &stats, opts.seed, opts.clock_mhz)
+    });
+    Ok((report, tracer.map(|t| (t, warps))))
+}
+
+/// Ends a trace with its `otherData`: the run's report (or the error that stopped it) and each
+/// warp's state totals. Returns the number of events written.
+fn finish_trace(
+    tracer: Tracer,
+    warps: Vec<Value>,
+    kernel: &Kernel,
+    report: Result<&Report, &RunError>,
+    opts: &RunOptions,
+) -> std::io::Result<u64> {
+    let level = tracer.level();
+    let filter = opts.trace.as_ref().map(|t| t.filter.clone());
+    let other = json!({
+        "time_unit": "1 ts unit = 1 SM cycle",
+        "version": env!("CARGO_PKG_VERSION"),
+        "scenario": kernel.name,
+        "seed": opts.seed,
+        "level": level,
+        "filter": {
+            "sms": filter.as_ref().and_then(|f| f.sms.clone()).map(|r| [r.start, r.end]),
+            "window": filter.as_ref().and_then(|f| f.window.clone()).map(|r| [r.start, r.end]),
+        },
+        "cycles": report.map(|r| r.cycles).ok(),
+        "role_order": kernel.roles.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
+        "report": report.ok(),
+        "error": report.err().map(|e| e.to_string()),
+        "warps": warps,
+    });
+    tracer.finish(other)
+}
+
+/// Loads, validates and simulates a scenario file, and bounds it (`analytic::bound`) at the
+/// run's clock. A kernel the walk cannot bound still gets its report, with the reason.
 pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
+    let file = path.display().to_string();
     let (kernel, preset) = load(path, opts)?;
-    simulate(&path.display().to_string(), &kernel, &preset, opts)
+    let trace_path = opts.trace.as_ref().map(|t| {
+        t.path
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("traces/{}.trace.json", kernel.name)))
+    });
+    let tracer = match (&opts.trace, &trace_path) {
+        (Some(t), Some(p)) => Some(
+            Tracer::create(p, t.filter.clone())
+                .map_err(|e| RunError::Io(p.display().to_string(), e))?,
+        ),
+        _ => None,
+    };
+    let (result, traced) = simulate_traced(&file, &kernel, &preset, opts, tracer)?;
+    let result = result.map(|report| {
+        let generic = bound::bound(&kernel, &preset, report.clock_mhz);
+        if let Err(e) = &generic {
+            tracing::debug!(error = %e, "no generic bound");
+        }
+        report.with_bound(&kernel, generic)
+    });
+    let (Some((tracer, warps)), Some(p)) = (traced, trace_path) else {
+        return result;
+    };
+    let shown = p.display().to_string();
+    let events = finish_trace(tracer, warps, &kernel, result.as_ref(), opts)
+        .map_err(|e| RunError::Io(shown.clone(), e))?;
+    match result {
+        Ok(mut report) => {
+            report.trace = Some(TraceReport {
+                path: shown,
+                events,
+            });
+            Ok(report)
+        }
+        Err(RunError::Sim { file, error, .. }) => Err(RunError::Sim {
+            file,
+            error,
+            trace: Some(shown),
+        }),
+        Err(e) => Err(e),
+    }
 }

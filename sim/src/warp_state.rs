@@ -81,9 +81,44 @@ impl State {
         }
     }
 
-    /// Whether the warp could issue in this state (issued or eligible).
-    pub fn is_active_issue(self) -> bool {
-        matches!(self, State::Selected | State::NotSelected)
+    /// The state's colour in `sim stalls` and `sim report` (one palette for both).
+    pub fn color(self) -> &'static str {
+        match self {
+            State::Selected => "#2e7d32",
+            State::NotSelected => "#81c784",
+            State::Wait => "#fdd835",
+            State::ShortScoreboard => "#ffb300",
+            State::LongScoreboard => "#ef6c00",
+            State::MathPipeThrottle => "#8e24aa",
+            State::MioThrottle => "#d81b60",
+            State::MbarrierWait => "#e53935",
+            State::NamedBarrier => "#1e88e5",
+            State::WgmmaWait => "#00acc1",
+            State::BulkWait => "#6d4c41",
+            State::Setmaxnreg => "#757575",
+        }
+    }
+
+    /// A one-character symbol for bars drawn without colour.
+    pub fn symbol(self) -> char {
+        match self {
+            State::Selected => '#',
+            State::NotSelected => '+',
+            State::Wait => 'w',
+            State::ShortScoreboard => 's',
+            State::LongScoreboard => 'L',
+            State::MathPipeThrottle => 'M',
+            State::MioThrottle => 'I',
+            State::MbarrierWait => 'B',
+            State::NamedBarrier => 'N',
+            State::WgmmaWait => 'G',
+            State::BulkWait => 'K',
+            State::Setmaxnreg => 'R',
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<State> {
+        State::ALL.iter().copied().find(|s| s.name() == name)
     }
 }
 
@@ -112,18 +147,29 @@ impl Accounting {
         self.state
     }
 
-    /// Enters `state` at `now`, closing the interval spent in the old one.
-    pub fn set(&mut self, now: u64, state: State) {
+    /// When the current state began.
+    pub fn since(&self) -> u64 {
+        self.since
+    }
+
+    /// Enters `state` at `now`, closing the interval spent in the old one; returns that
+    /// interval's state and start.
+    pub fn set(&mut self, now: u64, state: State) -> (State, u64) {
         debug_assert!(self.exited.is_none() && now >= self.since);
+        let closed = (self.state, self.since);
         self.cycles[self.state as usize] += now - self.since;
         self.state = state;
         self.since = now;
+        closed
     }
 
-    pub fn exit(&mut self, now: u64) {
+    /// The warp exits at `now`; returns the last interval's state and start.
+    pub fn exit(&mut self, now: u64) -> (State, u64) {
+        let closed = (self.state, self.since);
         self.cycles[self.state as usize] += now - self.since;
         self.since = now;
         self.exited = Some(now);
+        closed
     }
 
     pub fn exited(&self) -> Option<u64> {
@@ -162,6 +208,18 @@ mod tests {
         assert_eq!(c[State::MbarrierWait as usize], 27);
         assert_eq!(c[State::Selected as usize], 2);
         assert_eq!(c[State::NotSelected as usize], 3);
+    }
+
+    #[test]
+    fn colors_and_symbols_are_distinct() {
+        let mut c: Vec<&str> = State::ALL.iter().map(|s| s.color()).collect();
+        let mut y: Vec<char> = State::ALL.iter().map(|s| s.symbol()).collect();
+        c.sort();
+        c.dedup();
+        y.sort();
+        y.dedup();
+        assert_eq!((c.len(), y.len()), (State::COUNT, State::COUNT));
+        assert_eq!(State::from_name("wgmma_wait"), Some(State::WgmmaWait));
     }
 
     #[test]

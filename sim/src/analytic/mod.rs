@@ -5,8 +5,10 @@
 //! [`gpu`] describes the GPU; [`gemm`] and [`roofline`] are the seed's GEMM resource model,
 //! [`tune`] the autotuner's analytic steps, [`wgmma`], [`attention`] and [`decode`] the Hopper
 //! models; [`cli`] prints them as `sim analyze`, through the table helpers in [`fmt`].
+//! [`bound`] is the generic resource bound of any compiled scenario, which `sim run` reports.
 
 pub mod attention;
+pub mod bound;
 pub mod cli;
 pub mod decode;
 pub mod fmt;

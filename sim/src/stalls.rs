@@ -1,0 +1,269 @@
+//! `sim stalls TRACE`: where the warps' cycles went, in the terminal. Per role (or per warp) a
+//! stacked bar of warp states and the states ranked with their Nsight Compute names, then each
+//! unit's busy fraction. Reads only the trace's summary (`otherData`), so it is instant on any
+//! trace size. `--csv` and `--json` give the same numbers to scripts.
+
+use crate::trace_read;
+use crate::warp_state::State;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::Path;
+
+const BAR: usize = 60;
+
+/// One row: a role or a warp, its warp-cycles per state.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub name: String,
+    pub warps: u64,
+    pub cycles: u64,
+    pub states: BTreeMap<String, u64>,
+    /// `mbarrier_wait` cycles by the mbarrier waited on.
+    pub mbarrier_waits: BTreeMap<String, u64>,
+}
+
+impl Row {
+    /// States by descending share (ties by name).
+    fn ranked(&self) -> Vec<(State, u64)> {
+        let mut v: Vec<(State, u64)> = State::ALL
+            .iter()
+            .map(|&s| (s, *self.states.get(s.name()).unwrap_or(&0)))
+            .filter(|&(_, c)| c > 0)
+            .collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.name().cmp(b.0.name())));
+        v
+    }
+
+    /// The state holding most cycles apart from issuing (`selected`).
+    pub fn top_stall(&self) -> Option<State> {
+        self.ranked()
+            .into_iter()
+            .find(|(s, _)| *s != State::Selected)
+            .map(|(s, _)| s)
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Stalls {
+    pub scenario: String,
+    pub gpu: String,
+    pub rows: Vec<Row>,
+    pub units: BTreeMap<String, f64>,
+}
+
+fn states_of(v: &Value) -> BTreeMap<String, u64> {
+    v.as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, c)| c.as_u64().map(|c| (k.clone(), c)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Reads the stall summary of a trace, per role or per warp.
+pub fn load(path: &Path, per_warp: bool) -> Result<Stalls, String> {
+    let other = trace_read::read(path, |_| {}).map_err(|e| e.to_string())?;
+    let report = &other["report"];
+    let text = |v: &Value| v.as_str().unwrap_or("?").to_string();
+    let mut rows = Vec::new();
+    if per_warp {
+        for w in other["warps"].as_array().into_iter().flatten() {
+            rows.push(Row {
+                name: format!("{} (CTA {}, SM {})", text(&w["name"]), w["cta"], w["sm"]),
+                warps: 1,
+                cycles: w["lifetime"].as_u64().unwrap_or(0),
+                states: states_of(&w["states"]),
+                mbarrier_waits: states_of(&w["mbarrier_waits"]),
+            });
+        }
+    } else {
+        let order: Vec<String> = other["role_order"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(text)
+            .collect();
+        for role in order {
+            let r = &report["roles"][&role];
+            rows.push(Row {
+                name: role,
+                warps: r["warps"].as_u64().unwrap_or(0),
+                cycles: r["lifetime"].as_u64().unwrap_or(0),
+                states: states_of(&r["states"]),
+                mbarrier_waits: states_of(&r["mbarrier_waits"]),
+            });
+        }
+    }
+    if rows.is_empty() {
+        return Err(format!(
+            "{}: the trace's summary has no warps",
+            path.display()
+        ));
+    }
+    let units = report["units"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, u)| u["busy"].as_f64().map(|b| (k.clone(), b)))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Stalls {
+        scenario: text(&report["scenario"]),
+        gpu: text(&report["gpu"]),
+        rows,
+        units,
+    })
+}
+
+fn rgb(hex: &str) -> (u8, u8, u8) {
+    let v = u32::from_str_radix(hex.trim_start_matches('#'), 16).unwrap_or(0);
+    ((v >> 16) as u8, (v >> 8) as u8, v as u8)
+}
+
+/// The readable view; `color` uses 24-bit ANSI colours, else one symbol per state.
+pub fn render(s: &Stalls, color: bool) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{} on {}: warp states (% of warp-cycles; Nsight Compute name in brackets)",
+        s.scenario, s.gpu
+    );
+    let width = s
+        .rows
+        .iter()
+        .map(|r| r.name.len())
+        .max()
+        .unwrap_or(4)
+        .min(40);
+    for r in &s.rows {
+        let total = r.cycles.max(1) as f64;
+        let mut bar = String::new();
+        let mut used = 0usize;
+        for (state, c) in r.ranked() {
+            let n = ((c as f64 / total) * BAR as f64).round() as usize;
+            let n = n.min(BAR - used);
+            used += n;
+            if color {
+                let (red, green, blue) = rgb(state.color());
+                let _ = write!(
+                    bar,
+                    "\x1b[48;2;{red};{green};{blue}m{}\x1b[0m",
+                    " ".repeat(n)
+                );
+            } else {
+                bar.extend(std::iter::repeat_n(state.symbol(), n));
+            }
+        }
+        bar.push_str(&" ".repeat(BAR - used));
+        let _ = writeln!(o, "  {:<width$} |{bar}| {} warps", r.name, r.warps);
+        let ranked: Vec<String> = r
+            .ranked()
+            .into_iter()
+            .map(|(st, c)| {
+                let pct = 100.0 * c as f64 / total;
+                if st.ncu() == st.name() {
+                    format!("{} {pct:.1}%", st.name())
+                } else {
+                    format!("{} {pct:.1}% [{}]", st.name(), st.ncu())
+                }
+            })
+            .collect();
+        let _ = writeln!(o, "  {:<width$}  {}", "", ranked.join(", "));
+        if let Some(top) = r.top_stall() {
+            let mut line = format!("top stall: {} [{}]", top.name(), top.ncu());
+            if top == State::MbarrierWait && !r.mbarrier_waits.is_empty() {
+                let total: u64 = r.mbarrier_waits.values().sum();
+                let mut by: Vec<(&String, &u64)> = r.mbarrier_waits.iter().collect();
+                by.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+                let parts: Vec<String> = by
+                    .iter()
+                    .map(|(m, c)| format!("{m} {:.0}%", 100.0 * **c as f64 / total.max(1) as f64))
+                    .collect();
+                let _ = write!(line, ", waiting on {}", parts.join(", "));
+            }
+            let _ = writeln!(o, "  {:<width$}  {line}", "");
+        }
+    }
+    if !color {
+        let legend: Vec<String> = State::ALL
+            .iter()
+            .map(|s| format!("{} {}", s.symbol(), s.name()))
+            .collect();
+        let _ = writeln!(o, "legend: {}", legend.join(", "));
+    }
+    let units: Vec<String> = s
+        .units
+        .iter()
+        .map(|(u, b)| format!("{u} {:.1}%", 100.0 * b))
+        .collect();
+    let _ = writeln!(o, "units busy: {}", units.join(", "));
+    o
+}
+
+/// `role,state,ncu,warp_cycles,fraction` rows.
+pub fn csv(s: &Stalls) -> String {
+    let mut o = String::from("row,state,ncu,warp_cycles,fraction\n");
+    for r in &s.rows {
+        for st in State::ALL {
+            let c = *r.states.get(st.name()).unwrap_or(&0);
+            let f = c as f64 / r.cycles.max(1) as f64;
+            let name = if r.name.contains(',') {
+                format!("\"{}\"", r.name)
+            } else {
+                r.name.clone()
+            };
+            let _ = writeln!(o, "{name},{},{},{c},{f:.6}", st.name(), st.ncu());
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row() -> Row {
+        let mut states = BTreeMap::new();
+        states.insert("selected".to_string(), 30);
+        states.insert("mbarrier_wait".to_string(), 60);
+        states.insert("wait".to_string(), 10);
+        let mut mbarrier_waits = BTreeMap::new();
+        mbarrier_waits.insert("full".to_string(), 45);
+        mbarrier_waits.insert("empty".to_string(), 15);
+        Row {
+            name: "consumer".into(),
+            warps: 8,
+            cycles: 100,
+            states,
+            mbarrier_waits,
+        }
+    }
+
+    #[test]
+    fn bars_are_proportional_and_the_top_stall_is_not_issuing() {
+        let r = row();
+        assert_eq!(r.top_stall(), Some(State::MbarrierWait));
+        let s = Stalls {
+            scenario: "x".into(),
+            gpu: "h100-sxm".into(),
+            rows: vec![r],
+            units: BTreeMap::new(),
+        };
+        let text = render(&s, false);
+        let bar_line = text.lines().nth(1).unwrap();
+        assert!(bar_line.contains(&"B".repeat(36)), "{bar_line}");
+        assert!(bar_line.contains(&"#".repeat(18)), "{bar_line}");
+        assert!(text.contains("mbarrier_wait 60.0% [long_scoreboard], selected 30.0%, wait 10.0%"));
+        assert!(text.contains(
+            "top stall: mbarrier_wait [long_scoreboard], waiting on full 75%, empty 25%"
+        ));
+        assert!(!text.contains('\x1b'));
+        assert!(render(&s, true).contains("\x1b[48;2;229;57;53m"));
+        let c = csv(&s);
+        assert!(c.contains("consumer,mbarrier_wait,long_scoreboard,60,0.600000"));
+    }
+}

@@ -1,0 +1,92 @@
+//! Reading traces written by [`crate::trace`]: events are handed to a callback one at a time as
+//! the file is parsed, so a large trace is never held in memory; `otherData` (the run's summary)
+//! comes back whole.
+
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::Value;
+use std::fmt;
+use std::io::BufReader;
+use std::path::Path;
+
+/// One trace event, as `sim stalls` and `sim report` need it.
+#[derive(Debug, Deserialize)]
+pub struct TraceEvent {
+    pub name: String,
+    pub ph: String,
+    #[serde(default)]
+    pub ts: u64,
+    #[serde(default)]
+    pub dur: Option<u64>,
+    #[serde(default)]
+    pub pid: u32,
+    #[serde(default)]
+    pub tid: u32,
+    #[serde(default)]
+    pub args: Value,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{0}: {1}")]
+    Io(String, std::io::Error),
+    #[error("{0}: not a trace written by sim: {1}")]
+    Format(String, serde_json::Error),
+    #[error("{0}: the trace has no otherData (was it written by sim, and completely?)")]
+    NoSummary(String),
+}
+
+struct Events<'f, F>(&'f mut F);
+
+impl<'de, F: FnMut(TraceEvent)> DeserializeSeed<'de> for Events<'_, F> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de, F: FnMut(TraceEvent)> Visitor<'de> for Events<'_, F> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of trace events")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(e) = seq.next_element::<TraceEvent>()? {
+            (self.0)(e);
+        }
+        Ok(())
+    }
+}
+
+struct Trace<'f, F>(&'f mut F);
+
+impl<'de, F: FnMut(TraceEvent)> Visitor<'de> for Trace<'_, F> {
+    type Value = Option<Value>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a Chrome trace object with traceEvents and otherData")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<Value>, A::Error> {
+        let mut other = None;
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "traceEvents" => map.next_value_seed(Events(&mut *self.0))?,
+                "otherData" => other = Some(map.next_value::<Value>()?),
+                _ => {
+                    map.next_value::<de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(other)
+    }
+}
+
+/// Streams the events of the trace at `path` into `on_event` and returns its `otherData`.
+pub fn read(path: &Path, mut on_event: impl FnMut(TraceEvent)) -> Result<Value, ReadError> {
+    let name = path.display().to_string();
+    let file = std::fs::File::open(path).map_err(|e| ReadError::Io(name.clone(), e))?;
+    let mut de = serde_json::Deserializer::from_reader(BufReader::new(file));
+    let other = de
+        .deserialize_map(Trace(&mut on_event))
+        .map_err(|e| ReadError::Format(name.clone(), e))?;
+    other.ok_or(ReadError::NoSummary(name))
+}
