@@ -974,12 +974,13 @@ impl<'a> Compiler<'a> {
     /// Allocates a run-time slot for a new variable `var` visible in the current block.
     fn bind(&mut self, var: &str, path: &str) -> Result<u16, Diagnostic> {
         if self.params.contains_key(var)
+            || var == NUM_SMS
             || slot::BUILTINS.iter().any(|(b, _)| *b == var)
             || self.scope.iter().any(|(v, _)| v == var)
         {
             return Err(Diagnostic::new(
                 self.file,
-                format!("variable `{var}` shadows a parameter, a built-in or a variable in scope"),
+                format!("variable `{var}` shadows a parameter, a built-in, `{NUM_SMS}` or a variable in scope"),
             )
             .in_path(path));
         }

@@ -22,6 +22,7 @@ impl Occupancy {
     }
 }
 
+/// CTAs of `k` that fit on one SM of `p` at once.
 pub fn occupancy(k: &Kernel, p: &Preset) -> Occupancy {
     let warps = k.warps_per_cta();
     let threads = warps * WARP_SIZE;
@@ -29,9 +30,10 @@ pub fn occupancy(k: &Kernel, p: &Preset) -> Occupancy {
     let regs = per_warp * warps;
     let limits = vec![
         ("threads", p.sm.max_threads / threads.max(1)),
+        // Warps go to partitions round-robin, so the busiest partition takes ⌈warps/partitions⌉.
         (
             "warps",
-            p.sm.partitions * p.sm.warps_per_partition / warps.max(1),
+            p.sm.warps_per_partition / warps.div_ceil(p.sm.partitions.max(1)).max(1),
         ),
         ("regs", p.regs.per_sm / regs.max(1)),
         ("smem", (p.smem.per_sm / k.smem_bytes.max(1)) as u32),
@@ -40,5 +42,59 @@ pub fn occupancy(k: &Kernel, p: &Preset) -> Occupancy {
     Occupancy {
         ctas: limits.iter().map(|(_, n)| *n).min().unwrap_or(0),
         limits,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(warpgroups: u32, regs: u32, smem: u64) -> Kernel {
+        Kernel {
+            name: "k".into(),
+            gpu: "h100-sxm".into(),
+            params: Default::default(),
+            grid: 1,
+            regs_per_thread: regs,
+            tensors: vec![],
+            buffers: vec![],
+            mbarriers: vec![],
+            mbarrier_count: 0,
+            smem_bytes: smem,
+            counters: vec![],
+            roles: vec![isa::program::RoleInfo {
+                name: "r".into(),
+                warpgroups,
+                regs,
+                code: vec![],
+                paths: vec![],
+                slots: 0,
+            }],
+            analytic: None,
+        }
+    }
+
+    #[test]
+    fn the_smallest_limit_binds() {
+        let p = Preset::builtin("h100-sxm").unwrap();
+        // 384 threads x 168 registers: 64,512 of 65,536 registers -> 1 CTA, limited by regs.
+        let o = occupancy(&kernel(3, 168, 1024), &p);
+        assert_eq!((o.ctas, o.limiter()), (1, "regs"));
+        // 128 threads x 32 registers, 100 KB shared memory: 2 CTAs, limited by smem.
+        let o = occupancy(&kernel(1, 32, 100 << 10), &p);
+        assert_eq!((o.ctas, o.limiter()), (2, "smem"));
+    }
+
+    #[test]
+    fn uneven_partitions_count_the_busiest_one() {
+        // 3 partitions of 16 warp slots, 8-warp CTAs: the busiest partition takes 3 warps per
+        // CTA, so 5 CTAs fit (not 48 / 8 = 6).
+        let mut p = Preset::builtin("h100-sxm").unwrap();
+        p.sm.partitions = 3;
+        let o = occupancy(&kernel(2, 16, 1024), &p);
+        assert_eq!(
+            o.limits.iter().find(|l| l.0 == "warps"),
+            Some(&("warps", 5))
+        );
     }
 }

@@ -92,7 +92,7 @@ enum Event {
     TensorDone(u32),
     /// An HGMMA's results are visible to `wgmma.wait_group` of its warpgroup.
     HgmmaComplete(u32),
-    /// A chunk of a TMA load is back from L2: move it through the SM's port to L2. The last chunk
+    /// A chunk of a TMA load is back from L2: move it from L2 through the SM's port. The last chunk
     /// carries the box's bytes to complete on the mbarrier.
     TmaChunk {
         sm: u32,
@@ -1466,8 +1466,8 @@ impl<'a> Engine<'a> {
                 let sectors = gmem::sectors(&from, *width, sector);
                 let sm = self.warps[w as usize].sm;
                 let mut back = self.mem.port(sm, now, sectors.len() as u64 * sector);
-                for s in sectors {
-                    back = back.max(self.mem.read(sm, now, s * sector, sector, &mut self.rng));
+                for (a, n) in gmem::line_requests(&sectors, sector, self.p.memory.l2.line_bytes) {
+                    back = back.max(self.mem.read(sm, now, a, n, &mut self.rng));
                 }
                 // The shared-memory write is booked at issue (keeping the port in time order);
                 // the copy completes when both the data and the write are through.
@@ -1563,23 +1563,20 @@ impl<'a> Engine<'a> {
                 let sector = self.p.memory.sector_bytes;
                 let sectors = gmem::sectors(&addrs, *width, sector);
                 let bytes = sectors.len() as u64 * sector;
+                let requests = gmem::line_requests(&sectors, sector, self.p.memory.l2.line_bytes);
                 let sm = self.warps[w as usize].sm;
-                let done = if *store {
-                    let sent = self.mem.port(sm, now, bytes);
-                    let mut done = sent;
-                    for s in sectors {
-                        done =
-                            done.max(self.mem.write(sm, sent, s * sector, sector, &mut self.rng));
-                    }
-                    done
-                } else {
-                    // The port is booked at issue so its bookings stay in time order.
-                    let mut back = self.mem.port(sm, now, bytes);
-                    for s in sectors {
-                        back = back.max(self.mem.read(sm, now, s * sector, sector, &mut self.rng));
-                    }
-                    back
-                };
+                // The port is booked at issue so its bookings stay in time order.
+                let sent = self.mem.port(sm, now, bytes);
+                let mut done = if *store { sent } else { now };
+                for (a, n) in requests {
+                    let t = if *store {
+                        self.mem.write(sm, sent, a, n, &mut self.rng)
+                    } else {
+                        self.mem.read(sm, now, a, n, &mut self.rng)
+                    };
+                    done = done.max(t);
+                }
+                let done = if *store { done } else { done.max(sent) };
                 self.book_horizon(done);
                 if !*store {
                     self.warps[w as usize].scoreboard(done, State::LongScoreboard);

@@ -13,6 +13,27 @@ pub fn sectors(addrs: &[u64], width: u32, sector_bytes: u64) -> Vec<u64> {
     s
 }
 
+/// The L2 requests of a warp access: its sectors (ascending indices, as [`sectors`] returns
+/// them) grouped by `line_bytes` line, each request `(first sector's address, bytes)`. A line
+/// whose sectors are all touched is one whole-line request, so a coalesced store overwrites the
+/// line without reading it from DRAM first.
+pub fn line_requests(sectors: &[u64], sector_bytes: u64, line_bytes: u64) -> Vec<(u64, u64)> {
+    let per_line = (line_bytes / sector_bytes).max(1);
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    let mut current = u64::MAX;
+    for &s in sectors {
+        let line = s / per_line;
+        match out.last_mut() {
+            Some(last) if line == current => last.1 += sector_bytes,
+            _ => {
+                out.push((s * sector_bytes, sector_bytes));
+                current = line;
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -29,6 +50,23 @@ mod tests {
     #[test]
     fn a_row_stride_is_one_sector_per_lane() {
         assert_eq!(sectors(&lanes(|l| l * 1024), 4, 32).len(), 32);
+    }
+
+    #[test]
+    fn sectors_group_into_line_requests() {
+        // 32 consecutive words: one whole 128-byte line.
+        let s = sectors(&lanes(|l| l * 4), 4, 32);
+        assert_eq!(line_requests(&s, 32, 128), vec![(0, 128)]);
+        // 16 B per lane from byte 96: sector 3 of line 0, then lines 1..4 whole, then one
+        // sector of line 4.
+        let s = sectors(&lanes(|l| 96 + l * 16), 16, 32);
+        let r = line_requests(&s, 32, 128);
+        assert_eq!(r.first(), Some(&(96, 32)));
+        assert_eq!(r[1..4], [(128, 128), (256, 128), (384, 128)]);
+        assert_eq!(r.last(), Some(&(512, 96)));
+        // A 1 KiB stride: 32 requests of one sector each.
+        let s = sectors(&lanes(|l| l * 1024), 4, 32);
+        assert_eq!(line_requests(&s, 32, 128).len(), 32);
     }
 
     #[test]

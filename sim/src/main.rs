@@ -98,7 +98,8 @@ enum Command {
     Run {
         #[command(flatten)]
         scenario: ScenarioArgs,
-        /// SM clock for converting cycles to time (default: the preset's loaded clock).
+        /// SM clock (default: the preset's loaded clock). Converts cycles to time, and HBM's
+        /// bandwidth to bytes per SM cycle: a memory-bound run takes more cycles at a faster clock.
         #[arg(long)]
         clock_mhz: Option<f64>,
         /// Print the report as one JSON object (see docs/cli.md).

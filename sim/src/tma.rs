@@ -10,8 +10,10 @@ pub fn box_spans(shape: &[u64], elem: u64, coords: &[i64], boxdims: &[u64]) -> V
     debug_assert!(rank > 0 && coords.len() == rank && boxdims.len() == rank);
     let inner = rank - 1;
     // The innermost dimension is contiguous: clip it once.
-    let lo = coords[inner].max(0) as u64;
-    let hi = (coords[inner] + boxdims[inner] as i64).clamp(0, shape[inner] as i64) as u64;
+    let lo = coords[inner].clamp(0, shape[inner] as i64) as u64;
+    let hi = coords[inner]
+        .saturating_add(boxdims[inner] as i64)
+        .clamp(0, shape[inner] as i64) as u64;
     if hi <= lo {
         return Vec::new();
     }
@@ -22,7 +24,7 @@ pub fn box_spans(shape: &[u64], elem: u64, coords: &[i64], boxdims: &[u64]) -> V
         let mut offset = 0u64;
         let mut inside = true;
         for d in 0..inner {
-            let c = coords[d] + idx[d] as i64;
+            let c = coords[d].saturating_add(idx[d] as i64);
             if c < 0 || c >= shape[d] as i64 {
                 inside = false;
                 break;
@@ -72,6 +74,12 @@ mod tests {
             vec![(4 * 4, 24), ((10 + 4) * 4, 24), ((20 + 4) * 4, 24)]
         );
         assert!(box_spans(&[3, 10], 4, &[0, 10], &[2, 2]).is_empty());
+    }
+
+    #[test]
+    fn extreme_coordinates_do_not_overflow() {
+        assert!(box_spans(&[4, 4], 2, &[i64::MAX, i64::MAX], &[2, 2]).is_empty());
+        assert!(box_spans(&[4, 4], 2, &[i64::MIN, i64::MIN], &[2, 2]).is_empty());
     }
 
     #[test]

@@ -627,13 +627,14 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// A warp's global access: one request per 32-byte sector, all through the SM's port.
+    /// A warp's global access: one request per line it touches (the engine's split), all
+    /// through the SM's port.
     fn sectors(&mut self, d: &mut Demand, addrs: &[u64], width: u32, write: bool) {
         let sector = self.p.memory.sector_bytes;
         let sectors = gmem::sectors(addrs, width, sector);
         d.port_bytes += sectors.len() as u64 * sector;
-        for s in sectors {
-            self.access(d, s * sector, sector, write);
+        for (a, n) in gmem::line_requests(&sectors, sector, self.p.memory.l2.line_bytes) {
+            self.access(d, a, n, write);
         }
     }
 
@@ -893,9 +894,9 @@ mod tests {
     fn writes_that_fit_in_l2_need_not_reach_hbm_during_the_kernel() {
         let (k, mut p) = stream(true);
         let bytes = 4u64 << 20;
-        // Stores go out as 32-byte sectors: partial-line writes, so Y's lines are filled too.
+        // A warp's 512 contiguous bytes are whole lines: Y is overwritten without being read.
         let b = of(&k, &p);
-        assert_eq!((b.dram_read_bytes, b.dram_write_bytes), (2 * bytes, 0));
+        assert_eq!((b.dram_read_bytes, b.dram_write_bytes), (bytes, 0));
         // With a 1 MiB L2, 3 MiB of Y must be written back before the end.
         p.memory.l2.bytes = 1 << 20;
         let small = of(&k, &p);
