@@ -8,7 +8,7 @@
 use crate::diag::Diagnostic;
 use crate::expr::{Ast, Binding, Code, CompileError};
 use crate::program::{self, slot, BarRef, Inst, Op, Pipe, SlotRef, WARP_SIZE};
-use crate::scenario::{AOperand, Expr, Instr, Ref, RegAction, Scenario};
+use crate::scenario::{AOperand, ComputePipe, Expr, Instr, Ref, RegAction, Scenario};
 use std::collections::BTreeMap;
 
 /// The preset's limits that static validation checks against.
@@ -30,6 +30,9 @@ pub struct Limits {
     pub has_tma: bool,
     pub has_wgmma: bool,
 }
+
+/// The accumulator label of a wgmma that names none.
+const DEFAULT_ACC: &str = "acc";
 
 /// Predefined constant: the GPU's SM count (for persistent grids).
 const NUM_SMS: &str = "num_sms";
@@ -96,6 +99,7 @@ pub fn compile(
         code: Vec::new(),
         paths: Vec::new(),
         breaks: Vec::new(),
+        accs: Vec::new(),
         counters: Vec::new(),
         tensors: Vec::new(),
         buffers: Vec::new(),
@@ -117,6 +121,7 @@ struct Compiler<'a> {
     paths: Vec<String>,
     /// Per enclosing loop, the `Break` jumps to point at its exit.
     breaks: Vec<Vec<u32>>,
+    accs: Vec<String>,
     counters: Vec<(String, i64)>,
     tensors: Vec<program::TensorInfo>,
     buffers: Vec<program::BufferInfo>,
@@ -442,6 +447,7 @@ impl<'a> Compiler<'a> {
             mbarrier_count: first,
             smem_bytes,
             counters: std::mem::take(&mut self.counters),
+            accs: std::mem::take(&mut self.accs),
             roles,
             analytic,
         })
@@ -860,7 +866,7 @@ impl<'a> Compiler<'a> {
                 ksteps,
                 a,
                 b,
-                acc: _,
+                acc,
             } => {
                 self.require(self.limits.has_wgmma, path, "wgmma (use mma)")?;
                 let nv = self.constant(n, path, "wgmma N")?;
@@ -882,6 +888,7 @@ impl<'a> Compiler<'a> {
                     ksteps: ks,
                     a,
                     b,
+                    acc: self.acc(acc.as_deref().unwrap_or(DEFAULT_ACC)),
                 }
             }
             Instr::WgmmaFence => Inst::WgmmaFence,
@@ -918,6 +925,18 @@ impl<'a> Compiler<'a> {
             Instr::Alu(n) => self.compute(Pipe::Alu, n, path)?,
             Instr::Fma(n) => self.compute(Pipe::Fma, n, path)?,
             Instr::Mufu(n) => self.compute(Pipe::Mufu, n, path)?,
+            Instr::Compute { pipe, count, acc } => {
+                let pipe = match pipe {
+                    ComputePipe::Alu => Pipe::Alu,
+                    ComputePipe::Fma => Pipe::Fma,
+                    ComputePipe::Mufu => Pipe::Mufu,
+                };
+                Inst::Compute {
+                    pipe,
+                    count: self.code(count, Names::Program, path)?,
+                    acc: acc.as_deref().map(|a| self.acc(a)),
+                }
+            }
             Instr::LdShared { buf, addr, width } | Instr::StShared { buf, addr, width } => {
                 Inst::Shared {
                     store: matches!(ins, Instr::StShared { .. }),
@@ -950,7 +969,19 @@ impl<'a> Compiler<'a> {
         Ok(Inst::Compute {
             pipe,
             count: self.code(n, Names::Program, path)?,
+            acc: None,
         })
+    }
+
+    /// The index of accumulator label `name`, registering it on first use.
+    fn acc(&mut self, name: &str) -> u16 {
+        match self.accs.iter().position(|a| a == name) {
+            Some(i) => i as u16,
+            None => {
+                self.accs.push(name.to_string());
+                (self.accs.len() - 1) as u16
+            }
+        }
     }
 
     /// A wgmma operand slot; checks the slot holds `elems` elements of a 16-bit type.

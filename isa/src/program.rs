@@ -49,6 +49,8 @@ pub struct Kernel {
     pub smem_bytes: u64,
     /// Global counters and their initial values.
     pub counters: Vec<(String, i64)>,
+    /// Accumulator labels named by wgmma and compute instructions (`acc`).
+    pub accs: Vec<String>,
     pub roles: Vec<RoleInfo>,
     pub analytic: Option<AnalyticInfo>,
 }
@@ -224,6 +226,8 @@ pub enum Inst {
         ksteps: u32,
         a: Option<SlotRef>,
         b: SlotRef,
+        /// Index into [`Kernel::accs`].
+        acc: u16,
     },
     WgmmaFence,
     WgmmaCommit,
@@ -242,10 +246,12 @@ pub enum Inst {
         inc: bool,
         regs: u32,
     },
-    /// `count` warp-instructions on `pipe` (independent of each other).
+    /// `count` warp-instructions on `pipe` (independent of each other); `acc` when they read and
+    /// write wgmma accumulators.
     Compute {
         pipe: Pipe,
         count: Code,
+        acc: Option<u16>,
     },
     /// ld.shared / st.shared: `addr` per lane (uses the `lane` slot), `width` bytes per lane.
     Shared {

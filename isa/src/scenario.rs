@@ -270,6 +270,13 @@ pub struct Role {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+pub enum ComputePipe {
+    Alu,
+    Fma,
+    Mufu,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 pub enum RegAction {
     Inc,
     Dec,
@@ -362,6 +369,15 @@ pub enum Instr {
     Fma(Expr),
     /// Special-function (MUFU: ex2, rcp, ...) work: this many instructions per thread.
     Mufu(Expr),
+    /// `count` instructions per thread on `pipe`, like `Alu`/`Fma`/`Mufu`, that read and write
+    /// the wgmma accumulator registers `acc` (a softmax rescale of O, an epilogue): the
+    /// sanitizer checks no wgmma writing them is still in flight.
+    Compute {
+        pipe: ComputePipe,
+        count: Expr,
+        #[serde(default)]
+        acc: Option<String>,
+    },
     /// Shared-memory load; `addr` is each lane's byte offset in the slot (may use `lane`).
     LdShared {
         buf: Ref,
@@ -465,6 +481,7 @@ impl Instr {
             Instr::Alu(_) => "alu",
             Instr::Fma(_) => "fma",
             Instr::Mufu(_) => "mufu",
+            Instr::Compute { .. } => "compute",
             Instr::LdShared { .. } => "ld.shared",
             Instr::StShared { .. } => "st.shared",
             Instr::LdGlobal { .. } => "ld.global",

@@ -62,6 +62,7 @@ mod tests {
             mbarrier_count: 0,
             smem_bytes: smem,
             counters: vec![],
+            accs: vec![],
             roles: vec![isa::program::RoleInfo {
                 name: "r".into(),
                 warpgroups,

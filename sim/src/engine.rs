@@ -16,7 +16,7 @@ use crate::preset::{Preset, SchedulerPolicy};
 use crate::queue::EventQueue;
 use crate::regfile::RegPool;
 use crate::server::Server;
-use crate::tensor_core::{Hgmma, TensorPipe};
+use crate::tensor_core::{Hgmma, TensorPipe, NO_SLOT};
 use crate::trace::{self, Tracer, WarpInfo};
 use crate::warp_state::{Accounting, State};
 use crate::{gmem, smem, tma};
@@ -30,6 +30,9 @@ use std::collections::VecDeque;
 /// Control-flow steps a warp may take without issuing before the run is stopped
 /// (a loop with no instructions and a huge trip count).
 pub const MAX_CONTROL_STEPS: u32 = 1 << 20;
+/// Prefix of an instruction error that is a sanitizer finding (reported as `SimError::Hazard`).
+const HAZARD_MARK: &str = "\u{0}hazard:";
+
 /// Main-loop iterations between progress reports.
 const PROGRESS_EVERY: u64 = 1 << 16;
 
@@ -53,6 +56,8 @@ pub struct Config {
     pub clock_mhz: f64,
     /// Stop with an error when simulated time passes this many cycles.
     pub max_cycles: u64,
+    /// Run the sanitizer's hazard checks (`SimError::Hazard`).
+    pub check: bool,
 }
 
 impl Default for Config {
@@ -61,6 +66,7 @@ impl Default for Config {
             seed: 0,
             clock_mhz: 1830.0,
             max_cycles: 1_000_000_000,
+            check: true,
         }
     }
 }
@@ -78,8 +84,27 @@ pub enum SimError {
     },
     #[error("deadlock at cycle {cycle}: no event is pending and {} warps cannot proceed:\n{}", blocked.len(), blocked.join("\n"))]
     Deadlock { cycle: u64, blocked: Vec<String> },
+    #[error("hazard at cycle {cycle}, SM {sm}, CTA {cta}, warp {warp}: {message}\n  = in {path}")]
+    Hazard {
+        cycle: u64,
+        sm: u32,
+        cta: u32,
+        warp: String,
+        path: String,
+        message: String,
+    },
     #[error("the run passed the cycle limit ({limit} cycles; raise it with --max-cycles)")]
     CycleLimit { limit: u64 },
+}
+
+/// What the last chunk of a TMA load completes: its box's bytes, the slot it fills
+/// (engine-wide), and the warp and instruction that issued it (for diagnostics).
+#[derive(Clone, Copy, Debug)]
+struct TmaDone {
+    bytes: u64,
+    slot: u32,
+    warp: u32,
+    pc: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -91,7 +116,7 @@ enum Event {
     /// The running HGMMA left this SM's tensor pipe.
     TensorDone(u32),
     /// An HGMMA's results are visible to `wgmma.wait_group` of its warpgroup.
-    HgmmaComplete(u32),
+    HgmmaComplete(Hgmma),
     /// A chunk of a TMA load is back from L2: move it from L2 through the SM's port. The last chunk
     /// carries the box's bytes to complete on the mbarrier.
     TmaChunk {
@@ -99,7 +124,7 @@ enum Event {
         cta: u32,
         bar: u32,
         bytes: u64,
-        complete: Option<u64>,
+        complete: Option<TmaDone>,
     },
     /// A TMA chunk passed the SM's port: write it into shared memory. Booking the shared-memory
     /// port at this event, not earlier, keeps that port's bookings in time order.
@@ -108,10 +133,11 @@ enum Event {
         cta: u32,
         bar: u32,
         bytes: u64,
-        complete: Option<u64>,
+        /// On the last chunk: the box's bytes and the slot it fills (engine-wide index).
+        complete: Option<TmaDone>,
     },
-    /// TMA bytes are in shared memory: complete-tx on the mbarrier.
-    TxComplete { cta: u32, bar: u32, bytes: u64 },
+    /// TMA bytes are in shared memory: complete-tx on the mbarrier; the slot is filled.
+    TxComplete { cta: u32, bar: u32, done: TmaDone },
 }
 
 /// What a warp's next instruction can do now.
@@ -160,8 +186,10 @@ struct Warp {
     /// each array (the sub-reasons of `mbarrier_wait`).
     waiting_on: u16,
     mbar_wait: Vec<u64>,
-    /// Set at issue by a blocking instruction (bar.sync) and cleared by whoever releases it.
+    /// Set at issue by a blocking instruction (bar.sync) and cleared by whoever releases it;
+    /// `hold_pc` is that instruction.
     hold: Option<State>,
+    hold_pc: u32,
     issued: u64,
 }
 
@@ -179,6 +207,8 @@ impl Warp {
 struct WarpGroup {
     warps: [u32; WARPS_PER_WARPGROUP as usize],
     submitted: u64,
+    /// Per accumulator label, the submitted-HGMMA count of the last HGMMA writing it.
+    acc_last: Vec<u64>,
     completed: u64,
     /// Warps blocked in wait_group and the completed-HGMMA count each needs.
     waiters: Vec<(u32, u64)>,
@@ -221,6 +251,15 @@ struct Partition {
     /// ALU, FMA, MUFU and the tensor core as used by mma.sync.
     pipes: [Server; 4],
     issued: u64,
+}
+
+/// What the sanitizer tracks per shared-memory slot.
+#[derive(Clone, Copy, Debug, Default)]
+struct SlotState {
+    /// TMA loads into the slot not yet complete.
+    loads: u32,
+    /// Submitted HGMMAs reading the slot not yet complete.
+    readers: u32,
 }
 
 /// Per-unit busy cycles of the SM.
@@ -293,6 +332,10 @@ pub struct Engine<'a> {
     ctas: Vec<Cta>,
     next_block: u32,
     occ: Occupancy,
+    /// Shared-memory slots of every launched CTA (for the sanitizer), and each buffer's first
+    /// slot within a CTA's.
+    slots: Vec<SlotState>,
+    slot_first: Vec<u32>,
     /// Addresses: tensors laid out one after another, 4 KiB aligned.
     tensor_base: Vec<u64>,
     /// Latest cycle any booked work ends (kernel end covers in-flight work).
@@ -360,6 +403,16 @@ impl<'a> Engine<'a> {
             tensor_base,
             horizon: 0,
             mma_flops: 0,
+            slots: Vec::new(),
+            slot_first: k
+                .buffers
+                .iter()
+                .scan(0u32, |acc, b| {
+                    let first = *acc;
+                    *acc += b.slots;
+                    Some(first)
+                })
+                .collect(),
             tracer: None,
             progress: None,
             iterations: 0,
@@ -640,6 +693,9 @@ impl<'a> Engine<'a> {
     fn launch_cta(&mut self, sm: u32, block: u32) {
         let k = self.k;
         let cta_idx = self.ctas.len() as u32;
+        let per_cta: u32 = k.buffers.iter().map(|b| b.slots).sum();
+        self.slots
+            .extend(std::iter::repeat_n(SlotState::default(), per_cta as usize));
         let mut mbars = Vec::new();
         for m in &k.mbarriers {
             for _ in 0..m.count {
@@ -701,6 +757,7 @@ impl<'a> Engine<'a> {
                         atomics: vec![0; k.counters.len()],
                         regs: k.regs_per_thread,
                         hold: None,
+                        hold_pc: 0,
                         state_pc: 0,
                         waiting_on: 0,
                         mbar_wait: vec![0; k.mbarriers.len()],
@@ -723,6 +780,7 @@ impl<'a> Engine<'a> {
                 self.wgs.push(WarpGroup {
                     warps: members,
                     submitted: 0,
+                    acc_last: vec![0; k.accs.len()],
                     completed: 0,
                     waiters: Vec::new(),
                 });
@@ -774,12 +832,15 @@ impl<'a> Engine<'a> {
             Event::TensorDone(sm) => {
                 if let Some(h) = self.sms[sm as usize].tensor.finish() {
                     let t = self.now + self.p.tensor.extra_latency;
-                    self.q.push(t, Event::HgmmaComplete(h.warpgroup));
+                    self.q.push(t, Event::HgmmaComplete(h));
                 }
                 self.start_tensor(sm);
             }
-            Event::HgmmaComplete(wg) => {
-                let g = &mut self.wgs[wg as usize];
+            Event::HgmmaComplete(h) => {
+                for s in h.reads.into_iter().filter(|&s| s != NO_SLOT) {
+                    self.slots[s as usize].readers -= 1;
+                }
+                let g = &mut self.wgs[h.warpgroup as usize];
                 g.completed += 1;
                 let done = g.completed;
                 let mut released = Vec::new();
@@ -821,16 +882,13 @@ impl<'a> Engine<'a> {
                 let cycles = bytes.div_ceil(self.p.smem.bytes_per_cycle());
                 let (_, end) = self.sms[sm as usize].port.book(self.now, cycles);
                 self.book_horizon(end);
-                if let Some(total) = complete {
-                    let ev = Event::TxComplete {
-                        cta,
-                        bar,
-                        bytes: total,
-                    };
-                    self.q.push(end, ev);
+                if let Some(done) = complete {
+                    self.q.push(end, Event::TxComplete { cta, bar, done });
                 }
             }
-            Event::TxComplete { cta, bar, bytes } => {
+            Event::TxComplete { cta, bar, done } => {
+                let (bytes, slot) = (done.bytes, done.slot);
+                self.slots[slot as usize].loads -= 1;
                 if self.tracer.is_some() {
                     let args = json!({
                         "cta": self.ctas[cta as usize].block,
@@ -842,8 +900,18 @@ impl<'a> Engine<'a> {
                         tr.instant(sm, self.now, "TMA complete", args);
                     }
                 }
-                if self.ctas[cta as usize].mbars[bar as usize].complete_tx(bytes) {
+                let m = &mut self.ctas[cta as usize].mbars[bar as usize];
+                if m.complete_tx(bytes) {
                     self.phase_completed(cta, bar);
+                } else if self.cfg.check && m.pending_arrivals() == 0 && m.pending_tx() < 0 {
+                    // Every arrival (and so every expect-tx) of the phase is in: the bytes can
+                    // only exceed what was expected, and the phase can never complete.
+                    let extra = -m.pending_tx();
+                    let message = format!(
+                        "mbarrier {} received {extra} transaction bytes beyond its expect-tx count (its phase can never complete)",
+                        self.mbar_name(bar)
+                    );
+                    self.hazard_at((done.warp, done.pc), cta, message);
                 }
             }
         }
@@ -978,12 +1046,23 @@ impl<'a> Engine<'a> {
         if warp.acct.state() != s {
             let (old, since) = warp.acct.set(self.now, s);
             self.close_interval(w, old, since);
-            self.warps[w as usize].state_pc = self.warps[w as usize].pc;
+            let warp = &mut self.warps[w as usize];
+            // A warp held at a named barrier has moved past the bar.sync that holds it.
+            warp.state_pc = if warp.hold.is_some() {
+                warp.hold_pc
+            } else {
+                warp.pc
+            };
         }
     }
 
     fn fail(&mut self, w: u32, message: String) {
         if self.error.is_some() {
+            return;
+        }
+        if let Some(m) = message.strip_prefix(HAZARD_MARK) {
+            let (cta, pc) = (self.warps[w as usize].cta, self.warps[w as usize].pc);
+            self.hazard_at((w, pc), cta, m.to_string());
             return;
         }
         let warp = &self.warps[w as usize];
@@ -1139,7 +1218,7 @@ impl<'a> Engine<'a> {
             (warp.reg_ready > now).then_some(Outcome::StallUntil(warp.reg_kind, warp.reg_ready));
         let starting = warp.progress == 0;
         let outcome = match inst {
-            Inst::Compute { pipe, count } => {
+            Inst::Compute { pipe, count, .. } => {
                 if starting && self.eval(w, count)? <= 0 {
                     return Ok(None);
                 }
@@ -1259,7 +1338,18 @@ impl<'a> Engine<'a> {
         };
         let mut advance = true;
         match inst {
-            Inst::Compute { pipe, count } => {
+            Inst::Compute { pipe, count, acc } => {
+                if let Some(acc) = acc.filter(|_| self.cfg.check) {
+                    let g = &self.wgs[self.warps[w as usize].wg as usize];
+                    let pending = g.acc_last[acc as usize].saturating_sub(g.completed);
+                    if pending > 0 {
+                        return Err(self.hazard_msg(format!(
+                            "{} reads accumulators `{}` while {pending} wgmma instruction(s) writing them are in flight (no wgmma.wait_group covers them)",
+                            pipe.name(),
+                            self.k.accs[acc as usize]
+                        )));
+                    }
+                }
                 if self.warps[w as usize].progress == 0 {
                     let n = self.eval(w, count)?;
                     if n > MAX_MACRO_COUNT {
@@ -1303,7 +1393,31 @@ impl<'a> Engine<'a> {
                 warp.progress -= 1;
                 advance = warp.progress == 0;
             }
-            Inst::Wgmma { n, ksteps, a, .. } => {
+            Inst::Wgmma {
+                n,
+                ksteps,
+                a,
+                b,
+                acc,
+            } => {
+                let reads = [
+                    match a {
+                        Some(a) => self.slot_index(w, a)?,
+                        None => NO_SLOT,
+                    },
+                    self.slot_index(w, b)?,
+                ];
+                if self.cfg.check {
+                    let operands = [(a.as_ref(), reads[0]), (Some(b), reads[1])];
+                    for (r, s) in operands {
+                        if let Some(r) = r.filter(|_| self.slots[s as usize].loads > 0) {
+                            return Err(self.hazard_msg(format!(
+                                "wgmma reads {} while a TMA load into it is still in flight (read before the data arrived: the wait on its full barrier passed for another phase?)",
+                                self.slot_name(r.buf, s)
+                            )));
+                        }
+                    }
+                }
                 let warp = &mut self.warps[w as usize];
                 if warp.progress == 0 {
                     warp.progress = *ksteps;
@@ -1321,10 +1435,15 @@ impl<'a> Engine<'a> {
                 // The HGMMA starts once all four warps of the warpgroup have issued it.
                 while self.wgs[wg].submitted < ready {
                     self.wgs[wg].submitted += 1;
+                    self.wgs[wg].acc_last[*acc as usize] = self.wgs[wg].submitted;
+                    for s in reads.into_iter().filter(|&s| s != NO_SLOT) {
+                        self.slots[s as usize].readers += 1;
+                    }
                     self.sms[sm as usize].tensor.submit(Hgmma {
                         warpgroup: wg as u32,
                         n: *n,
                         a_smem: a.is_some(),
+                        reads,
                     });
                 }
                 if self.sms[sm as usize].tensor.is_idle() {
@@ -1368,6 +1487,15 @@ impl<'a> Engine<'a> {
                 let b = self.bar_index(w, bar)?;
                 let spans = self.tma_spans(w, *tensor, coords, dst.buf)?;
                 let (sm, cta) = (self.warps[w as usize].sm, self.warps[w as usize].cta);
+                let slot = self.slot_index(w, dst)?;
+                let readers = self.slots[slot as usize].readers;
+                if self.cfg.check && readers > 0 {
+                    return Err(self.hazard_msg(format!(
+                        "TMA load overwrites {} while {readers} wgmma instruction(s) still read it (write-after-read: the slot was released before the wgmma.wait_group that covers its readers)",
+                        self.slot_name(dst.buf, slot)
+                    )));
+                }
+                self.slots[slot as usize].loads += 1;
                 let (start, _) = self.sms[sm as usize]
                     .tma_issue
                     .book(now, self.p.tma.issue_cycles);
@@ -1399,12 +1527,22 @@ impl<'a> Engine<'a> {
                         Event::TxComplete {
                             cta,
                             bar: b,
-                            bytes: *bytes,
+                            done: TmaDone {
+                                bytes: *bytes,
+                                slot,
+                                warp: w,
+                                pc: self.warps[w as usize].pc,
+                            },
                         },
                     ),
                     n => {
                         for (i, (t, size)) in chunks.into_iter().enumerate() {
-                            let complete = (i + 1 == n).then_some(*bytes);
+                            let complete = (i + 1 == n).then_some(TmaDone {
+                                bytes: *bytes,
+                                slot,
+                                warp: w,
+                                pc: self.warps[w as usize].pc,
+                            });
                             let ev = Event::TmaChunk {
                                 sm,
                                 cta,
@@ -1610,6 +1748,55 @@ impl<'a> Engine<'a> {
             .collect())
     }
 
+    /// The engine-wide index of a slot reference's slot.
+    fn slot_index(&self, w: u32, s: &SlotRef) -> Result<u32, String> {
+        let i = self.eval(w, &s.slot)?;
+        let b = &self.k.buffers[s.buf as usize];
+        if i < 0 || i >= b.slots as i64 {
+            return Err(format!(
+                "slot {i} of `{}` is out of range: it has {} slots",
+                b.name, b.slots
+            ));
+        }
+        let per_cta: u32 = self.k.buffers.iter().map(|b| b.slots).sum();
+        let cta = self.warps[w as usize].cta;
+        Ok(cta * per_cta + self.slot_first[s.buf as usize] + i as u32)
+    }
+
+    /// `sB[2]` for an engine-wide slot index of buffer `buf`.
+    fn slot_name(&self, buf: u16, slot: u32) -> String {
+        let per_cta: u32 = self.k.buffers.iter().map(|b| b.slots).sum();
+        let i = slot % per_cta.max(1) - self.slot_first[buf as usize];
+        format!("{}[{i}]", self.k.buffers[buf as usize].name)
+    }
+
+    /// A sanitizer finding for the issuing warp: `issue` turns it into a hazard error.
+    fn hazard_msg(&self, message: String) -> String {
+        format!("{HAZARD_MARK}{message}")
+    }
+
+    /// A sanitizer finding about warp `w`'s instruction at `pc`.
+    fn hazard_at(&mut self, (w, pc): (u32, u32), cta: u32, message: String) {
+        if self.error.is_some() {
+            return;
+        }
+        let c = &self.ctas[cta as usize];
+        let wr = &self.warps[w as usize];
+        let role = &self.k.roles[wr.role as usize];
+        let (warp, path) = (
+            self.warp_name(wr),
+            role.paths.get(pc as usize).cloned().unwrap_or_default(),
+        );
+        self.error = Some(SimError::Hazard {
+            cycle: self.now,
+            sm: c.sm,
+            cta: c.block,
+            warp,
+            path,
+            message,
+        });
+    }
+
     fn tx_bytes(&self, w: u32, bytes: &Code) -> Result<u64, String> {
         let b = self.eval(w, bytes)?;
         if !(0..1 << 20).contains(&b) {
@@ -1662,7 +1849,9 @@ impl<'a> Engine<'a> {
             .arrive(threads, wait.then_some(w))
             .map_err(|e| format!("named barrier {id}: {e}"))?;
         if wait {
-            self.warps[w as usize].hold = Some(State::NamedBarrier);
+            let warp = &mut self.warps[w as usize];
+            warp.hold = Some(State::NamedBarrier);
+            warp.hold_pc = warp.pc;
         }
         if let Some(mut waiters) = released {
             // Every waiting participant, the last arriver too, resumes after the latency.
@@ -1695,7 +1884,8 @@ impl<'a> Engine<'a> {
             let id = id as u32;
             let role = &self.k.roles[w.role as usize];
             let cta = &self.ctas[w.cta as usize];
-            let path = role.paths.get(w.pc as usize).cloned().unwrap_or_default();
+            let pc = if w.hold.is_some() { w.hold_pc } else { w.pc };
+            let path = role.paths.get(pc as usize).cloned().unwrap_or_default();
             let why = match w.acct.state() {
                 State::MbarrierWait => cta
                     .mbar_waiters

@@ -39,6 +39,9 @@ struct ScenarioArgs {
     /// Stop with an error past this many simulated cycles.
     #[arg(long, default_value_t = 1_000_000_000)]
     max_cycles: u64,
+    /// Skip the sanitizer's hazard checks.
+    #[arg(long)]
+    no_check: bool,
 }
 
 #[derive(clap::Args)]
@@ -118,6 +121,14 @@ enum Command {
     },
     /// List the built-in GPU presets.
     Presets,
+    /// Static validation and a hazard-checked simulation (no trace): hazards, deadlocks.
+    Check {
+        #[command(flatten)]
+        scenario: ScenarioArgs,
+        /// Simulate at most this many cycles.
+        #[arg(long, default_value_t = 20_000_000)]
+        check_cycles: u64,
+    },
     /// Where the warps' cycles went, per role or warp, from a trace.
     Stalls {
         /// Trace file written by `sim run`.
@@ -192,6 +203,7 @@ fn options(a: &ScenarioArgs, clock_mhz: Option<f64>) -> RunOptions {
         seed: a.seed,
         clock_mhz,
         max_cycles: a.max_cycles,
+        check: !a.no_check,
         trace: None,
         progress: None,
     }
@@ -289,6 +301,34 @@ fn execute(cmd: Command) -> Result<(), String> {
             std::fs::write(&output, page).map_err(|e| format!("{}: {e}", output.display()))?;
             eprintln!("wrote {}", output.display());
             Ok(())
+        }
+        Command::Check {
+            scenario,
+            check_cycles,
+        } => {
+            let mut opts = options(&scenario, None);
+            opts.check = true;
+            opts.max_cycles = opts.max_cycles.min(check_cycles);
+            let file = scenario.file.display();
+            match run::run_file(&scenario.file, &opts) {
+                Ok(r) => {
+                    println!(
+                        "{file}: valid; simulated to completion in {} cycles with no hazard and no deadlock",
+                        r.cycles
+                    );
+                    Ok(())
+                }
+                Err(run::RunError::Sim { error, .. })
+                    if matches!(*error, sim::engine::SimError::CycleLimit { .. }) =>
+                {
+                    println!(
+                        "{file}: valid; no hazard and no deadlock in the first {} cycles (stopped there)",
+                        opts.max_cycles
+                    );
+                    Ok(())
+                }
+                Err(e) => Err(e.to_string()),
+            }
         }
         Command::Presets => {
             for name in Preset::names() {

@@ -22,6 +22,8 @@ pub struct RunOptions {
     /// Overrides the preset's loaded clock for converting cycles to time.
     pub clock_mhz: Option<f64>,
     pub max_cycles: u64,
+    /// Run the sanitizer's hazard checks (`--no-check` turns them off).
+    pub check: bool,
     /// Write a trace (`sim run` does by default; the library does not).
     pub trace: Option<TraceOptions>,
     /// Called now and then with (cycle, CTAs retired, CTAs in the grid).
@@ -44,6 +46,7 @@ impl Default for RunOptions {
             seed: 0,
             clock_mhz: None,
             max_cycles: Config::default().max_cycles,
+            check: true,
             trace: None,
             progress: None,
         }
@@ -119,6 +122,7 @@ fn config(preset: &Preset, opts: &RunOptions) -> Result<Config, RunError> {
         seed: opts.seed,
         clock_mhz: clock.unwrap_or(preset.clock.loaded_mhz),
         max_cycles: opts.max_cycles,
+        check: opts.check,
     })
 }
 

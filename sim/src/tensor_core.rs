@@ -17,7 +17,13 @@ pub struct Hgmma {
     pub n: u32,
     /// A comes from shared memory (SS form).
     pub a_smem: bool,
+    /// The shared-memory slots it reads (engine-wide slot indices; `NO_SLOT` for none), so the
+    /// sanitizer knows what it still reads until it completes.
+    pub reads: [u32; 2],
 }
+
+/// No slot (an RS-form HGMMA reads no A slot).
+pub const NO_SLOT: u32 = u32::MAX;
 
 impl Hgmma {
     pub fn flops(&self) -> u64 {
@@ -95,6 +101,7 @@ mod tests {
                 warpgroup: 0,
                 n,
                 a_smem,
+                reads: [NO_SLOT; 2],
             });
         }
         let mut now = 0;
@@ -133,6 +140,7 @@ mod tests {
             warpgroup: 0,
             n: 256,
             a_smem: true,
+            reads: [NO_SLOT; 2],
         });
         // Reads 80 cycles from 100 to 180; math alone would end at 128.
         assert_eq!(pipe.start_next(0, 4096, &mut port, 128), Some(180));

@@ -459,7 +459,7 @@ impl<'a> Walk<'a> {
         let p = self.p;
         let port = p.smem.bytes_per_cycle();
         match inst {
-            Inst::Compute { pipe, count } => {
+            Inst::Compute { pipe, count, .. } => {
                 let n = w.eval(count)?;
                 if n <= 0 {
                     return Ok(0);
@@ -484,6 +484,7 @@ impl<'a> Walk<'a> {
                     warpgroup: 0,
                     n: *n,
                     a_smem: a.is_some(),
+                    reads: [crate::tensor_core::NO_SLOT; 2],
                 };
                 let ks = *ksteps as u64;
                 w.hgmma.0 += ks * h.flops().div_ceil(p.tensor.flops_per_cycle);
