@@ -37,6 +37,13 @@ const DEFAULT_ACC: &str = "acc";
 /// Predefined constant: the GPU's SM count (for persistent grids).
 const NUM_SMS: &str = "num_sms";
 
+/// The most CTAs a kernel may launch: the simulator keeps every launched CTA's and warp's record.
+pub const MAX_GRID: i64 = 1 << 18;
+/// The most ops one role's program may compile to.
+pub const MAX_OPS: usize = 1 << 20;
+/// The largest loop trip count.
+pub const MAX_TRIPS: i64 = 1 << 32;
+
 /// The largest mbarrier arrival count (PTX: 2^20 - 1).
 const MAX_ARRIVALS: i64 = (1 << 20) - 1;
 /// wgmma N: a multiple of 8 in 8..=256 (PTX wgmma.mma_async, 16-bit types).
@@ -249,7 +256,7 @@ impl<'a> Compiler<'a> {
     fn kernel(&mut self, s: &Scenario) -> Result<program::Kernel, Diagnostic> {
         let k = &s.kernel;
         let lim = self.limits;
-        let grid = self.in_range(&k.grid, "kernel.grid", "grid (CTAs)", 1, u32::MAX as i64)? as u32;
+        let grid = self.in_range(&k.grid, "kernel.grid", "grid (CTAs)", 1, MAX_GRID)? as u32;
         let launch_regs = self.in_range(
             &k.regs_per_thread,
             "kernel.regs_per_thread",
@@ -372,6 +379,17 @@ impl<'a> Compiler<'a> {
             self.code.clear();
             self.paths.clear();
             self.block(&r.program, &format!("role `{}`: program", r.name))?;
+            if self.code.len() > MAX_OPS {
+                return Err(Diagnostic::new(
+                    self.file,
+                    format!(
+                        "the program of role `{}` compiles to {} ops; the limit is {MAX_OPS}",
+                        r.name,
+                        self.code.len()
+                    ),
+                )
+                .in_path(path));
+            }
             roles.push(program::RoleInfo {
                 name: r.name.clone(),
                 warpgroups,
@@ -1041,7 +1059,15 @@ impl<'a> Compiler<'a> {
         body: &[Instr],
         path: &str,
     ) -> Result<(), Diagnostic> {
+        let count_expr = count;
         let count = self.code(count, Names::Program, path)?;
+        if let Some(n) = count.as_const().filter(|&n| n > MAX_TRIPS) {
+            return Err(self.err(
+                Some(count_expr.id),
+                path,
+                format!("loop trip count {n} exceeds the limit {MAX_TRIPS}"),
+            ));
+        }
         let (scope, next) = (self.scope.len(), self.next_slot);
         let var_slot = self.bind(var, path)?;
         let count_slot = self.new_slot();

@@ -1173,6 +1173,12 @@ impl<'a> Engine<'a> {
                     let n = count
                         .eval(&warp.env)
                         .map_err(|e| format!("loop count: {e}"))?;
+                    if n > isa::compile::MAX_TRIPS {
+                        return Err(format!(
+                            "loop trip count {n} exceeds the limit {}",
+                            isa::compile::MAX_TRIPS
+                        ));
+                    }
                     warp.env[*var as usize] = 0;
                     warp.env[*count_slot as usize] = n;
                     warp.pc = if n > 0 { pc as u32 + 1 } else { *exit };

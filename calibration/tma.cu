@@ -1,0 +1,198 @@
+// TMA (cp.async.bulk.tensor.2d, tile mode, no swizzle) on one SM, cycles from clock64():
+//   tma_lat_l2 / tma_lat_hbm : cycles from arrive.expect_tx + the load to the try_wait loop
+//                              seeing the mbarrier phase complete, one box of `param` rows of
+//                              128 bytes (64 bf16) at a time: the same box again (L2 hit) or a
+//                              new box 1 MiB further on after an L2 flush (DRAM)
+//   tma_issue                : total cycles for one thread to issue `param` 1-row (128-byte)
+//                              boxes on one mbarrier and see them all land (L2 hits); the slope
+//                              between two counts is the issue interval
+//   tma_bw_l2 / tma_bw_hbm   : bytes per cycle per SM of one thread streaming 16 KiB boxes
+//                              (128 rows) through `param` stages (mbarrier per stage), 1024
+//                              boxes from a 4 MiB L2-resident region or from DRAM
+// Build: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -o tma tma.cu
+// (cuTensorMapEncodeTiled comes through the runtime's driver entry point: no -lcuda needed.)
+#include "common.cuh"
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+__device__ unsigned g_timeouts;
+
+__device__ __forceinline__ uint32_t saddr(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void bar_init(uint32_t bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar));
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+__device__ __forceinline__ void arrive_expect(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+// Spins on try_wait; gives up (and counts a timeout) after about a second so that a mistake
+// cannot hang the device.
+__device__ __forceinline__ void wait_phase(uint32_t bar, uint32_t parity) {
+  long long t0 = clock64();
+  for (;;) {
+    uint32_t ok;
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
+    if (ok) return;
+    if (clock64() - t0 > 2000000000LL) { atomicAdd(&g_timeouts, 1u); return; }
+  }
+}
+__device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, int row, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+      ::"r"(dst), "l"((uint64_t)map), "r"(0), "r"(row), "r"(bar) : "memory");
+}
+
+// Mean cycles per load over iterations 1..iters (iteration 0 warms the line when step is 0).
+__global__ void tma_lat(const __grid_constant__ CUtensorMap map, int iters, int row0, int step, int bytes,
+                        unsigned long long* out) {
+  extern __shared__ __align__(1024) uint8_t dst[];
+  __shared__ __align__(8) uint64_t bar;
+  if (threadIdx.x != 0) return;
+  const uint32_t b = saddr(&bar);
+  bar_init(b);
+  unsigned long long total = 0;
+  for (int i = 0; i <= iters; ++i) {
+    long long t0 = clock64();
+    arrive_expect(b, bytes);
+    tma_load(saddr(dst), &map, row0 + i * step, b);
+    wait_phase(b, i & 1);
+    long long t1 = clock64();
+    if (i > 0) total += t1 - t0;
+  }
+  out[0] = total / iters;
+}
+
+// One thread issues n one-row boxes on one mbarrier and waits for all of them.
+__global__ void tma_issue(const __grid_constant__ CUtensorMap map, int n, unsigned long long* out) {
+  extern __shared__ __align__(1024) uint8_t dst[];
+  __shared__ __align__(8) uint64_t bar;
+  if (threadIdx.x != 0) return;
+  const uint32_t b = saddr(&bar);
+  bar_init(b);
+  long long t0 = clock64();
+  arrive_expect(b, n * 128);
+  for (int k = 0; k < n; ++k) tma_load(saddr(dst + (k % 256) * 128), &map, (k * 37) % 4096, b);
+  wait_phase(b, 0);
+  long long t1 = clock64();
+  out[0] = t1 - t0;
+}
+
+// One thread streams `loads` 128-row boxes through `stages` slots.
+__global__ void tma_stream(const __grid_constant__ CUtensorMap map, int loads, int stages, int row0,
+                           int region_rows, unsigned long long* out) {
+  extern __shared__ __align__(1024) uint8_t dst[];
+  __shared__ __align__(8) uint64_t bars[8];
+  if (threadIdx.x != 0) return;
+  for (int s = 0; s < stages; ++s) bar_init(saddr(&bars[s]));
+  long long t0 = clock64();
+  for (int j = 0; j < loads; ++j) {
+    const int s = j % stages;
+    if (j >= stages) wait_phase(saddr(&bars[s]), ((j / stages) - 1) & 1);
+    arrive_expect(saddr(&bars[s]), 16384);
+    tma_load(saddr(dst + s * 16384), &map, row0 + (j * 128) % region_rows, saddr(&bars[s]));
+  }
+  for (int j = loads - stages; j < loads; ++j) wait_phase(saddr(&bars[j % stages]), (j / stages) & 1);
+  long long t1 = clock64();
+  out[0] = t1 - t0;
+}
+
+static CUtensorMap make_map(void* base, uint64_t rows, uint32_t box_rows) {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
+  if (!encode) {
+    cudaDriverEntryPointQueryResult q;
+    CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void**)&encode, 12000, cudaEnableDefault, &q));
+    if (q != cudaDriverEntryPointSuccess || !encode) {
+      fprintf(stderr, "cuTensorMapEncodeTiled not found\n");
+      exit(1);
+    }
+  }
+  CUtensorMap m;
+  cuuint64_t dims[2] = {64, rows};
+  cuuint64_t strides[1] = {128};
+  cuuint32_t box[2] = {64, box_rows};
+  cuuint32_t estr[2] = {1, 1};
+  CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, base, dims, strides, box, estr,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                        CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    fprintf(stderr, "cuTensorMapEncodeTiled failed: %d\n", (int)r);
+    exit(1);
+  }
+  return m;
+}
+
+static unsigned long long read1(unsigned long long* d) {
+  unsigned long long h;
+  CHECK(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost));
+  return h;
+}
+
+int main() {
+  header("tma");
+  unsigned long long* d_out;
+  CHECK(cudaMalloc(&d_out, 64));
+  const size_t big = 2ull << 30, scratch_bytes = 512ull << 20;
+  char *buf, *scratch;
+  CHECK(cudaMalloc(&buf, big));
+  CHECK(cudaMalloc(&scratch, scratch_bytes));
+  CHECK(cudaMemset(buf, 0x3c, big));
+  const uint64_t rows = big / 128;
+  const int smem = 8 * 16384;
+  CHECK(cudaFuncSetAttribute(tma_lat, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  CHECK(cudaFuncSetAttribute(tma_issue, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  CHECK(cudaFuncSetAttribute(tma_stream, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  int flushes = 0;
+  auto flush = [&]() { CHECK(cudaMemset(scratch, ++flushes, scratch_bytes)); CHECK(cudaDeviceSynchronize()); };
+
+  int region = 0;
+  for (int box : {1, 16, 128}) {
+    CUtensorMap m = make_map(buf, rows, box);
+    tma_lat<<<1, 32, smem>>>(m, 32, 0, 0, box * 128, d_out);
+    LAUNCH_CHECK();
+    row("tma_lat_l2", box, (double)read1(d_out), "cycles");
+    flush();
+    // A fresh region of 1 Mi rows for every box size in the upper half of the buffer, which
+    // nothing else reads; boxes 1 MiB apart.
+    tma_lat<<<1, 32, smem>>>(m, 32, (int)(rows / 2) + (region++ << 20), 8192, box * 128, d_out);
+    LAUNCH_CHECK();
+    row("tma_lat_hbm", box, (double)read1(d_out), "cycles");
+  }
+  {
+    CUtensorMap m = make_map(buf, rows, 1);
+    for (int n : {32, 256}) {
+      tma_issue<<<1, 32, smem>>>(m, n, d_out);  // warm-up: the rows into L2
+      LAUNCH_CHECK();
+      tma_issue<<<1, 32, smem>>>(m, n, d_out);
+      LAUNCH_CHECK();
+      row("tma_issue", n, (double)read1(d_out), "cycles");
+    }
+  }
+  {
+    CUtensorMap m = make_map(buf, rows, 128);
+    const int loads = 1024, region = 32768;  // 4 MiB
+    for (int stages : {1, 2, 4, 8}) {
+      tma_stream<<<1, 32, smem>>>(m, loads, stages, 0, region, d_out);  // warm-up
+      LAUNCH_CHECK();
+      tma_stream<<<1, 32, smem>>>(m, loads, stages, 0, region, d_out);
+      LAUNCH_CHECK();
+      row("tma_bw_l2", stages, (double)loads * 16384 / read1(d_out), "bytes_per_clk_per_sm");
+    }
+    for (int stages : {1, 2, 4, 8}) {
+      flush();
+      const int row0 = (int)(rows / 4) + stages * loads * 128;  // never read before
+      tma_stream<<<1, 32, smem>>>(m, loads, stages, row0, loads * 128, d_out);
+      LAUNCH_CHECK();
+      row("tma_bw_hbm", stages, (double)loads * 16384 / read1(d_out), "bytes_per_clk_per_sm");
+    }
+  }
+  unsigned timeouts = 0;
+  CHECK(cudaMemcpyFromSymbol(&timeouts, g_timeouts, sizeof timeouts));
+  printf("# mbarrier_wait_timeouts=%u\n", timeouts);
+  footer();
+  return 0;
+}
