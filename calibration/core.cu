@@ -8,7 +8,8 @@
 //                          over the conflict-free 4-byte load's, rounded to an integer
 //   bar_sync             : cycles per bar.sync round of a CTA of `param` threads
 //   mbar_pingpong        : cycles per round trip of two warps handing an mbarrier phase back
-//                          and forth (arrive -> the other warp's try_wait loop sees it -> arrive)
+//                          and forth (arrive -> the other warp's wait loop sees it -> arrive),
+//                          waiting with try_wait (param try_wait) or test_wait (test_wait)
 //   cta_gap              : cycles between one CTA's last clock read and the next CTA's first on
 //                          the same SM (launch + retire), one CTA per SM at a time
 // Build: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -o core core.cu
@@ -156,17 +157,27 @@ static double bar_cycles(unsigned long long* d_cyc) {
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
-__device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
+// TEST 0: try_wait (may suspend the thread until the phase completes, as CUTLASS waits);
+// TEST 1: test_wait (returns at once; the loop polls).
+template <int TEST>
+__device__ __forceinline__ bool mbar_poll(uint32_t bar, uint32_t parity) {
   uint32_t ok;
-  asm volatile(
-      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      " selp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
+  if (TEST)
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
+  else
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
   return ok != 0;
 }
 
 // Lane 0 of warp 0 arrives on bar 0 and waits on bar 1; lane 0 of warp 1 waits on bar 0 and
 // arrives on bar 1. One iteration is one round trip.
+template <int TEST>
 __global__ void mbar_pingpong(int iters, unsigned long long* cyc) {
   __shared__ __align__(8) uint64_t bars[2];
   const uint32_t b0 = smem_addr(&bars[0]), b1 = smem_addr(&bars[1]);
@@ -183,9 +194,9 @@ __global__ void mbar_pingpong(int iters, unsigned long long* cyc) {
     // A wait that never ends (a mistake) gives up after about a second instead of hanging.
     if (warp == 0) {
       mbar_arrive(b0);
-      while (!mbar_try_wait(b1, i & 1) && clock64() - t0 < 2000000000LL) {}
+      while (!mbar_poll<TEST>(b1, i & 1) && clock64() - t0 < 2000000000LL) {}
     } else {
-      while (!mbar_try_wait(b0, i & 1) && clock64() - t0 < 2000000000LL) {}
+      while (!mbar_poll<TEST>(b0, i & 1) && clock64() - t0 < 2000000000LL) {}
       mbar_arrive(b1);
     }
   }
@@ -256,16 +267,21 @@ int main() {
     }
   }
   {  // Barriers.
+    row("bar_sync", 64, bar_cycles<64>(d_cyc), "cycles");
     row("bar_sync", 128, bar_cycles<128>(d_cyc), "cycles");
     row("bar_sync", 256, bar_cycles<256>(d_cyc), "cycles");
+    row("bar_sync", 512, bar_cycles<512>(d_cyc), "cycles");
+    row("bar_sync", 1024, bar_cycles<1024>(d_cyc), "cycles");
     const int iters = 4096;
-    mbar_pingpong<<<1, 64>>>(iters, d_cyc);
-    LAUNCH_CHECK();
-    mbar_pingpong<<<1, 64>>>(iters, d_cyc);
-    LAUNCH_CHECK();
     unsigned long long c;
+    for (int rep = 0; rep < 2; ++rep) mbar_pingpong<0><<<1, 64>>>(iters, d_cyc);
+    LAUNCH_CHECK();
     CHECK(cudaMemcpy(&c, d_cyc, sizeof c, cudaMemcpyDeviceToHost));
-    row("mbar_pingpong", 2, (double)c / iters, "cycles_per_round_trip");
+    row("mbar_pingpong", "try_wait", (double)c / iters, "cycles_per_round_trip");
+    for (int rep = 0; rep < 2; ++rep) mbar_pingpong<1><<<1, 64>>>(iters, d_cyc);
+    LAUNCH_CHECK();
+    CHECK(cudaMemcpy(&c, d_cyc, sizeof c, cudaMemcpyDeviceToHost));
+    row("mbar_pingpong", "test_wait", (double)c / iters, "cycles_per_round_trip");
   }
   {  // CTA turnaround: 16 CTAs per SM, one resident at a time.
     const int sms = prop.multiProcessorCount, per_sm = 16, ctas = sms * per_sm;

@@ -9,7 +9,11 @@
 //                          adds. Two L2 partitions show up as two clusters (near / far)
 //   l2_hist / hbm_hist   : the same single hops, counted in 20-cycle bins (param = bin start)
 //   l2_footprint         : GPU-wide bytes per cycle of 132 CTAs (one per SM) re-reading a
-//                          buffer of `param` MiB with 16-byte ld.global.cg: the L2 capacity knee
+//                          buffer of `param` MiB, each CTA its own contiguous slice, with
+//                          16-byte ld.global.cg: the L2 capacity knee
+//   l2_disjoint          : the same over a 32 MiB (L2-resident) buffer with `param` CTAs: L2
+//                          bandwidth vs SMs when no two SMs read the same line (mem_bw.cu's
+//                          l2_read has every SM read the whole buffer)
 // Build: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -o mem mem.cu
 #include "common.cuh"
 #include <algorithm>
@@ -108,21 +112,21 @@ static void report_hops(const char* name, const std::vector<double>& v, double p
 constexpr int THREADS = 1024;
 constexpr int UNROLL = 8;
 
-// Each CTA reads its interleaved share of the buffer `passes` times.
-__global__ void __launch_bounds__(THREADS) footprint_read(const int4* __restrict__ p, size_t vecs, int passes,
-                                                         unsigned long long* cycles, int4* sink) {
+// CTA c reads its contiguous slice [c * vecs / grid, (c + 1) * vecs / grid) `passes` times.
+__global__ void __launch_bounds__(THREADS) slice_read(const int4* __restrict__ p, size_t vecs, int passes,
+                                                     unsigned long long* cycles, int4* sink) {
   extern __shared__ int pad[];  // one CTA per SM
   int4 acc = make_int4(0, 0, 0, 0);
-  const size_t step = (size_t)gridDim.x * THREADS * UNROLL;
+  const size_t lo = vecs * blockIdx.x / gridDim.x, hi = vecs * (blockIdx.x + 1) / gridDim.x;
   __syncthreads();
   long long t0 = clock64();
   for (int pass = 0; pass < passes; ++pass) {
-    for (size_t i = (size_t)blockIdx.x * THREADS * UNROLL + threadIdx.x; i < vecs; i += step) {
+    for (size_t i = lo + threadIdx.x; i < hi; i += THREADS * UNROLL) {
       int4 v[UNROLL];
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u) {
         size_t j = i + (size_t)u * THREADS;
-        v[u] = j < vecs ? __ldcg(p + j) : make_int4(0, 0, 0, 0);
+        v[u] = j < hi ? __ldcg(p + j) : make_int4(0, 0, 0, 0);
       }
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u) { acc.x ^= v[u].x; acc.y ^= v[u].y; acc.z ^= v[u].z; acc.w ^= v[u].w; }
@@ -133,6 +137,20 @@ __global__ void __launch_bounds__(THREADS) footprint_read(const int4* __restrict
   if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
   if (acc.x == 0x7fffffff && acc.y == 1) sink[threadIdx.x] = acc;
   (void)pad;
+}
+
+// GPU-wide bytes per cycle of `ctas` CTAs re-reading disjoint slices of `bytes`: one warm-up
+// pass, then `passes` timed ones; the slowest CTA's cycles.
+static double slice_bw(const char* buf, size_t bytes, int ctas, int passes, int smem, unsigned long long* d_out,
+                       int4* sink) {
+  const size_t vecs = bytes / 16;
+  slice_read<<<ctas, THREADS, smem>>>((const int4*)buf, vecs, 1, d_out, sink);
+  LAUNCH_CHECK();
+  slice_read<<<ctas, THREADS, smem>>>((const int4*)buf, vecs, passes, d_out, sink);
+  LAUNCH_CHECK();
+  std::vector<unsigned long long> c(ctas);
+  CHECK(cudaMemcpy(c.data(), d_out, ctas * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+  return (double)bytes * passes / (double)*std::max_element(c.begin(), c.end());
 }
 
 int main() {
@@ -168,23 +186,20 @@ int main() {
     flush_l2(scratch, scratch_bytes);
     report_hops("hbm", hop_latencies(s, hops, d_lat), plain);
   }
-  {  // L2 capacity knee.
+  {  // L2 capacity knee (all SMs), and SMs sharing an L2-resident 32 MiB buffer.
     const int sms = prop.multiProcessorCount;
     const int smem = (int)prop.sharedMemPerMultiprocessor / 2 + 1024;
-    CHECK(cudaFuncSetAttribute(footprint_read, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CHECK(cudaFuncSetAttribute(slice_read, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     int4* sink;
     CHECK(cudaMalloc(&sink, THREADS * sizeof(int4)));
     for (int mib : {8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 128, 192, 256, 512}) {
-      const size_t bytes = (size_t)mib << 20, vecs = bytes / 16;
+      const size_t bytes = (size_t)mib << 20;
       const int passes = std::max(2, (int)((4096ull << 20) / bytes));
-      footprint_read<<<sms, THREADS, smem>>>((const int4*)scratch, vecs, 1, d_out, sink);  // warm-up
-      LAUNCH_CHECK();
-      footprint_read<<<sms, THREADS, smem>>>((const int4*)scratch, vecs, passes, d_out, sink);
-      LAUNCH_CHECK();
-      std::vector<unsigned long long> c(sms);
-      CHECK(cudaMemcpy(c.data(), d_out, sms * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
-      const double mx = (double)*std::max_element(c.begin(), c.end());
-      row("l2_footprint", mib, (double)bytes * passes / mx, "bytes_per_clk");
+      row("l2_footprint", mib, slice_bw(scratch, bytes, sms, passes, smem, d_out, sink), "bytes_per_clk");
+    }
+    for (int n : {1, 2, 4, 8, 16, 33, 66, 132}) {
+      if (n > sms) continue;
+      row("l2_disjoint", n, slice_bw(scratch, 32ull << 20, n, n < 16 ? 1 : 4, smem, d_out, sink), "bytes_per_clk");
     }
   }
   footer();

@@ -9,11 +9,16 @@
 //   tma_bw_l2 / tma_bw_hbm   : bytes per cycle per SM of one thread streaming 16 KiB boxes
 //                              (128 rows) through `param` stages (mbarrier per stage), 1024
 //                              boxes from a 4 MiB L2-resident region or from DRAM
+//   tma_bw_streams           : the same (L2) from `param` warps at once, 8 slots in all
+//   tma_bw_rows              : one thread, boxes of `param` 128-byte rows, 128 KiB of slots
+//   tma_bw_wide              : one thread, 16 KiB boxes of 64 rows of 256 bytes
+//   tma_bw_promo256          : tma_bw_l2 at 8 stages with CU_TENSOR_MAP_L2_PROMOTION_L2_256B
 // Build: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -o tma tma.cu
 // (cuTensorMapEncodeTiled comes through the runtime's driver entry point: no -lcuda needed.)
 #include "common.cuh"
 #include <cuda.h>
 #include <cudaTypedefs.h>
+#include <algorithm>
 
 __device__ unsigned g_timeouts;
 
@@ -82,26 +87,32 @@ __global__ void tma_issue(const __grid_constant__ CUtensorMap map, int n, unsign
   out[0] = t1 - t0;
 }
 
-// One thread streams `loads` 128-row boxes through `stages` slots.
-__global__ void tma_stream(const __grid_constant__ CUtensorMap map, int loads, int stages, int row0,
-                           int region_rows, unsigned long long* out) {
+// Lane 0 of each of the CTA's `streams` warps streams `loads` boxes of `box_rows` rows
+// (`box_bytes` bytes) through its own `stages` slots, each with its own mbarrier.
+__global__ void tma_stream(const __grid_constant__ CUtensorMap map, int loads, int stages, int box_rows,
+                           int box_bytes, int row0, int region_rows, unsigned long long* out) {
   extern __shared__ __align__(1024) uint8_t dst[];
   __shared__ __align__(8) uint64_t bars[8];
-  if (threadIdx.x != 0) return;
-  for (int s = 0; s < stages; ++s) bar_init(saddr(&bars[s]));
+  if (threadIdx.x % 32 != 0) return;
+  const int w = threadIdx.x / 32;
+  uint64_t* my = bars + w * stages;
+  uint8_t* slots = dst + w * stages * box_bytes;
+  for (int s = 0; s < stages; ++s) bar_init(saddr(&my[s]));
   long long t0 = clock64();
   for (int j = 0; j < loads; ++j) {
     const int s = j % stages;
-    if (j >= stages) wait_phase(saddr(&bars[s]), ((j / stages) - 1) & 1);
-    arrive_expect(saddr(&bars[s]), 16384);
-    tma_load(saddr(dst + s * 16384), &map, row0 + (j * 128) % region_rows, saddr(&bars[s]));
+    if (j >= stages) wait_phase(saddr(&my[s]), ((j / stages) - 1) & 1);
+    arrive_expect(saddr(&my[s]), box_bytes);
+    tma_load(saddr(slots + s * box_bytes), &map, row0 + (j * box_rows) % region_rows, saddr(&my[s]));
   }
-  for (int j = loads - stages; j < loads; ++j) wait_phase(saddr(&bars[j % stages]), (j / stages) & 1);
+  for (int j = loads - stages; j < loads; ++j) wait_phase(saddr(&my[j % stages]), (j / stages) & 1);
   long long t1 = clock64();
-  out[0] = t1 - t0;
+  out[w] = t1 - t0;
 }
 
-static CUtensorMap make_map(void* base, uint64_t rows, uint32_t box_rows) {
+// A 2-D bf16 tensor of `rows` rows of `cols` elements over base, boxes of `box_rows` full rows.
+static CUtensorMap make_map(void* base, uint64_t rows, uint32_t box_rows, uint32_t cols = 64,
+                            CUtensorMapL2promotion promo = CU_TENSOR_MAP_L2_PROMOTION_NONE) {
   static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
   if (!encode) {
     cudaDriverEntryPointQueryResult q;
@@ -112,13 +123,13 @@ static CUtensorMap make_map(void* base, uint64_t rows, uint32_t box_rows) {
     }
   }
   CUtensorMap m;
-  cuuint64_t dims[2] = {64, rows};
-  cuuint64_t strides[1] = {128};
-  cuuint32_t box[2] = {64, box_rows};
+  cuuint64_t dims[2] = {cols, rows};
+  cuuint64_t strides[1] = {cols * 2};
+  cuuint32_t box[2] = {cols, box_rows};
   cuuint32_t estr[2] = {1, 1};
   CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, base, dims, strides, box, estr,
                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-                        CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                        promo, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     fprintf(stderr, "cuTensorMapEncodeTiled failed: %d\n", (int)r);
     exit(1);
@@ -172,23 +183,46 @@ int main() {
       row("tma_issue", n, (double)read1(d_out), "cycles");
     }
   }
+  // Bytes per cycle of one SM: the slowest stream's cycles.
+  auto stream = [&](const CUtensorMap& m, int streams, int loads, int stages, int box_rows, int box_bytes, int row0,
+                    int region_rows, bool warm) {
+    for (int rep = warm ? 0 : 1; rep < 2; ++rep) {
+      tma_stream<<<1, 32 * streams, smem>>>(m, loads, stages, box_rows, box_bytes, row0, region_rows, d_out);
+      LAUNCH_CHECK();
+    }
+    unsigned long long c[8];
+    CHECK(cudaMemcpy(c, d_out, streams * sizeof c[0], cudaMemcpyDeviceToHost));
+    unsigned long long mx = 0;
+    for (int w = 0; w < streams; ++w) mx = std::max(mx, c[w]);
+    return (double)streams * loads * box_bytes / mx;
+  };
   {
     CUtensorMap m = make_map(buf, rows, 128);
-    const int loads = 1024, region = 32768;  // 4 MiB
-    for (int stages : {1, 2, 4, 8}) {
-      tma_stream<<<1, 32, smem>>>(m, loads, stages, 0, region, d_out);  // warm-up
-      LAUNCH_CHECK();
-      tma_stream<<<1, 32, smem>>>(m, loads, stages, 0, region, d_out);
-      LAUNCH_CHECK();
-      row("tma_bw_l2", stages, (double)loads * 16384 / read1(d_out), "bytes_per_clk_per_sm");
-    }
+    const int loads = 1024, region = 32768;  // 16 KiB boxes, a 4 MiB L2-resident region
+    for (int stages : {1, 2, 4, 8})
+      row("tma_bw_l2", stages, stream(m, 1, loads, stages, 128, 16384, 0, region, true), "bytes_per_clk_per_sm");
     for (int stages : {1, 2, 4, 8}) {
       flush();
       const int row0 = (int)(rows / 4) + stages * loads * 128;  // never read before
-      tma_stream<<<1, 32, smem>>>(m, loads, stages, row0, loads * 128, d_out);
-      LAUNCH_CHECK();
-      row("tma_bw_hbm", stages, (double)loads * 16384 / read1(d_out), "bytes_per_clk_per_sm");
+      row("tma_bw_hbm", stages, stream(m, 1, loads, stages, 128, 16384, row0, loads * 128, false),
+          "bytes_per_clk_per_sm");
     }
+    // Several issuing warps, 8 slots in all.
+    for (int streams : {2, 4})
+      row("tma_bw_streams", streams, stream(m, streams, loads / streams, 8 / streams, 128, 16384, 0, region, true),
+          "bytes_per_clk_per_sm");
+  }
+  for (int box_rows : {16, 64, 256}) {  // box size, 128-byte rows, 8 slots or 128 KiB
+    CUtensorMap m = make_map(buf, rows, box_rows);
+    const int bytes = box_rows * 128, stages = std::min(8, 131072 / bytes);
+    row("tma_bw_rows", box_rows, stream(m, 1, (16 << 20) / bytes, stages, box_rows, bytes, 0, 32768, true),
+        "bytes_per_clk_per_sm");
+  }
+  {  // 256-byte rows (128 bf16), 64-row boxes of 16 KiB; and 128-byte rows with L2 promotion.
+    CUtensorMap wide = make_map(buf, rows / 2, 64, 128);
+    row("tma_bw_wide", 256, stream(wide, 1, 1024, 8, 64, 16384, 0, 16384, true), "bytes_per_clk_per_sm");
+    CUtensorMap promo = make_map(buf, rows, 128, 64, CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+    row("tma_bw_promo256", 128, stream(promo, 1, 1024, 8, 128, 16384, 0, 32768, true), "bytes_per_clk_per_sm");
   }
   unsigned timeouts = 0;
   CHECK(cudaMemcpyFromSymbol(&timeouts, g_timeouts, sizeof timeouts));

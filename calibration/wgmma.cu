@@ -27,7 +27,11 @@ __global__ void __launch_bounds__(256, 1) wgmma_kernel(int iters, int sc, unsign
   __syncthreads();
   const uint32_t base = (uint32_t)__cvta_generic_to_shared(smem);
   const uint64_t da = desc(base), db = desc(base + 64 * 16 * 2);
-  const uint32_t a[4] = {0x3c003c00u, 0x3c013c01u, 0x3c023c02u, 0x3c033c03u};
+  // The A fragment (RS) comes from a run-time value: with constants, ptxas 13.0 re-creates the
+  // registers between wgmmas and serializes them (C7511, "insufficient register resources").
+  uint32_t a[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) a[i] = 0x3c003c00u + (uint32_t)sc * (uint32_t)(i + threadIdx.x % 4);
   float d[N / 2];
 #pragma unroll
   for (int i = 0; i < N / 2; ++i) d[i] = 0.f;

@@ -90,6 +90,19 @@ pub struct BufferInfo {
     pub base: u64,
 }
 
+impl BufferInfo {
+    /// The byte offset of slot `i` in the CTA's shared memory, if the buffer has that slot.
+    pub fn slot_offset(&self, i: i64) -> Result<u64, String> {
+        if i < 0 || i >= self.slots as i64 {
+            return Err(format!(
+                "slot {i} of `{}` is out of range: it has {} slots",
+                self.name, self.slots
+            ));
+        }
+        Ok(self.base + i as u64 * self.slot_bytes)
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct MBarrierInfo {
     pub name: String,
@@ -97,6 +110,19 @@ pub struct MBarrierInfo {
     pub arrivals: u32,
     /// Index of element 0 among all of the CTA's mbarriers.
     pub first: u32,
+}
+
+impl MBarrierInfo {
+    /// The CTA-wide index of element `i`, if the array has it.
+    pub fn flat(&self, i: i64) -> Result<u32, String> {
+        if i < 0 || i >= self.count as i64 {
+            return Err(format!(
+                "mbarrier index {i} is out of range: `{}` has {} elements",
+                self.name, self.count
+            ));
+        }
+        Ok(self.first + i as u32)
+    }
 }
 
 #[derive(Clone, Debug)]

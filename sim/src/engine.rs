@@ -1089,28 +1089,12 @@ impl<'a> Engine<'a> {
     }
 
     fn bar_index(&self, w: u32, b: &BarRef) -> Result<u32, String> {
-        let info = &self.k.mbarriers[b.array as usize];
-        let i = self.eval(w, &b.index)?;
-        if i < 0 || i >= info.count as i64 {
-            return Err(format!(
-                "mbarrier index {i} is out of range: `{}` has {} elements",
-                info.name, info.count
-            ));
-        }
-        Ok(info.first + i as u32)
+        self.k.mbarriers[b.array as usize].flat(self.eval(w, &b.index)?)
     }
 
     fn slot_base(&self, w: u32, s: &SlotRef) -> Result<u64, String> {
-        let b = &self.k.buffers[s.buf as usize];
-        let i = self.eval(w, &s.slot)?;
-        if i < 0 || i >= b.slots as i64 {
-            return Err(format!(
-                "slot {i} of `{}` is out of range: it has {} slots",
-                b.name, b.slots
-            ));
-        }
         // Every CTA's shared memory starts 128-byte aligned, so bank mapping needs no CTA base.
-        Ok(b.base + i as u64 * b.slot_bytes)
+        self.k.buffers[s.buf as usize].slot_offset(self.eval(w, &s.slot)?)
     }
 
     /// The 32 lanes' addresses of a per-lane expression; each lane's `width` bytes must lie
@@ -1757,13 +1741,7 @@ impl<'a> Engine<'a> {
     /// The engine-wide index of a slot reference's slot.
     fn slot_index(&self, w: u32, s: &SlotRef) -> Result<u32, String> {
         let i = self.eval(w, &s.slot)?;
-        let b = &self.k.buffers[s.buf as usize];
-        if i < 0 || i >= b.slots as i64 {
-            return Err(format!(
-                "slot {i} of `{}` is out of range: it has {} slots",
-                b.name, b.slots
-            ));
-        }
+        self.k.buffers[s.buf as usize].slot_offset(i)?;
         let per_cta: u32 = self.k.buffers.iter().map(|b| b.slots).sum();
         let cta = self.warps[w as usize].cta;
         Ok(cta * per_cta + self.slot_first[s.buf as usize] + i as u32)

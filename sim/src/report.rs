@@ -2,6 +2,7 @@
 //! the readable summary printed by `sim run`.
 
 use crate::analytic::bound::Bound;
+use crate::analytic::fmt::grouped;
 use crate::engine::RunStats;
 use crate::preset::Preset;
 use crate::warp_state::State;
@@ -314,7 +315,7 @@ impl Report {
         let _ = writeln!(
             o,
             "  simulated   {} cycles = {:.2} µs at {} MHz ({clock_note})",
-            group(self.cycles),
+            grouped(self.cycles),
             self.time_us,
             self.clock_mhz
         );
@@ -322,7 +323,7 @@ impl Report {
             let _ = writeln!(
                 o,
                 "  tensor      {} FLOP, {:.1} TFLOP/s",
-                group(self.flops),
+                grouped(self.flops),
                 self.tflops
             );
         }
@@ -331,7 +332,7 @@ impl Report {
                 let _ = writeln!(
                     o,
                     "  analytic    {} cycles, bound by {}; simulated / analytic = {:.3}",
-                    group(a.cycles as u64),
+                    grouped(a.cycles as u64),
                     a.bound,
                     a.ratio
                 );
@@ -348,7 +349,7 @@ impl Report {
                 let _ = writeln!(
                     o,
                     "  bound       {} cycles, binding unit {} ({GENERIC_NOTE}); simulated / bound = {:.3}",
-                    group(b.cycles),
+                    grouped(b.cycles),
                     b.binding,
                     b.ratio
                 );
@@ -377,21 +378,21 @@ impl Report {
         let _ = writeln!(
             o,
             "  issued      {} warp-instructions",
-            group(self.instructions)
+            grouped(self.instructions)
         );
         let _ = writeln!(
             o,
             "  L2          {:.1}% hit, {} B at {:.0} GB/s",
             100.0 * self.l2.hit_rate,
-            group(self.l2.bytes),
+            grouped(self.l2.bytes),
             self.l2.bandwidth_gbs
         );
         let _ = writeln!(
             o,
             "  DRAM        {} B ({:.2}x the minimum {} B) at {:.0} GB/s",
-            group(self.dram.bytes),
+            grouped(self.dram.bytes),
             self.dram.bytes as f64 / self.dram.min_bytes.max(1) as f64,
-            group(self.dram.min_bytes),
+            grouped(self.dram.min_bytes),
             self.dram.bandwidth_gbs
         );
         let _ = write!(o, "units busy  ");
@@ -434,35 +435,9 @@ impl Report {
                 o,
                 "trace written to {} ({} events; `sim stalls {0}`, `sim report {0}`)",
                 t.path,
-                group(t.events)
+                grouped(t.events)
             );
         }
         o
-    }
-}
-
-/// 1234567 -> "1,234,567".
-fn group(v: u64) -> String {
-    let s = v.to_string();
-    let mut out = String::new();
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::group;
-
-    #[test]
-    fn groups_thousands() {
-        assert_eq!(group(0), "0");
-        assert_eq!(group(999), "999");
-        assert_eq!(group(1000), "1,000");
-        assert_eq!(group(1234567), "1,234,567");
     }
 }

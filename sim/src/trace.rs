@@ -212,27 +212,12 @@ impl Tracer {
         let Some((start, end)) = self.filter.clip(start, end) else {
             return;
         };
-        if self.filter.level == Level::Instructions {
-            self.slice(
-                id,
-                sm,
-                state.name(),
-                start,
-                end,
-                json!({ "instruction": what, "ncu": state.ncu() }),
-            );
-            return;
-        }
-        if end - start >= MIN_SLICE {
+        // Every interval is its own slice at the instructions level; at the warps level only
+        // long ones are (after the pending merged slice), short ones merge.
+        if self.filter.level == Level::Instructions || end - start >= MIN_SLICE {
             self.flush(id);
-            self.slice(
-                id,
-                sm,
-                state.name(),
-                start,
-                end,
-                json!({ "instruction": what, "ncu": state.ncu() }),
-            );
+            let args = json!({ "instruction": what, "ncu": state.ncu() });
+            self.slice(id, sm, state.name(), start, end, args);
             return;
         }
         let p = self.pending[id as usize].get_or_insert(Pending {

@@ -656,14 +656,7 @@ impl<'a> Walk<'a> {
             .buffers
             .get(s.buf as usize)
             .ok_or_else(|| format!("buffer {} is not declared", s.buf))?;
-        let i = w.eval(&s.slot)?;
-        if i < 0 || i >= b.slots as i64 {
-            return Err(format!(
-                "slot {i} of `{}` is out of range: it has {} slots",
-                b.name, b.slots
-            ));
-        }
-        Ok(b.base + i as u64 * b.slot_bytes)
+        b.slot_offset(w.eval(&s.slot)?)
     }
 
     fn tma_spans(
