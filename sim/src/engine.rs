@@ -426,7 +426,6 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Runs the kernel to completion.
     /// Calls `progress(cycle, CTAs retired, CTAs in the grid)` every so often during the run.
     pub fn with_progress(mut self, progress: Progress) -> Self {
         self.progress = Some(progress);
@@ -1649,10 +1648,13 @@ impl<'a> Engine<'a> {
                         if *inc { "inc" } else { "dec" }
                     ));
                 }
-                warp.regs = *regs;
                 let cta = warp.cta as usize;
-                let granted = self.ctas[cta].pool.resize(from, *regs);
-                debug_assert!(granted, "evaluate checked the pool");
+                if !self.ctas[cta].pool.resize(from, *regs) {
+                    return Err(format!(
+                        "setmaxnreg.inc {regs}: the CTA's register pool cannot supply it"
+                    ));
+                }
+                self.warps[w as usize].regs = *regs;
                 if !*inc {
                     // Freed registers may satisfy warps blocked in setmaxnreg.inc.
                     for waiter in std::mem::take(&mut self.ctas[cta].reg_waiters) {

@@ -27,4 +27,5 @@ pub mod tensor_core;
 pub mod tma;
 pub mod trace;
 pub mod trace_read;
+pub mod validate;
 pub mod warp_state;

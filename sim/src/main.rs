@@ -153,6 +153,8 @@ enum Command {
     },
     /// Analytic models: GEMM resources and roofline, autotuner steps, attention, decode.
     Analyze(sim::analytic::cli::AnalyzeArgs),
+    /// Measured microbenchmarks (calibration/data) against their simulated twins, per group.
+    Validate(sim::validate::ValidateArgs),
 }
 
 fn parse_set(s: &str) -> Result<(String, i64), String> {
@@ -275,6 +277,7 @@ fn execute(cmd: Command) -> Result<(), String> {
             Ok(())
         }
         Command::Analyze(args) => sim::analytic::cli::run(&args).map(|text| print!("{text}")),
+        Command::Validate(args) => sim::validate::run_cli(&args),
         Command::Stalls {
             trace,
             per_warp,

@@ -66,6 +66,8 @@ pub struct Report {
 pub struct TraceReport {
     pub path: String,
     pub events: u64,
+    /// Set when the trace holds only some SMs' warps by default: which, and how to get all.
+    pub limited: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -437,6 +439,9 @@ impl Report {
                 t.path,
                 grouped(t.events)
             );
+            if let Some(l) = &t.limited {
+                let _ = writeln!(o, "  the trace holds the {l}");
+            }
         }
         o
     }

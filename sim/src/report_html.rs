@@ -96,7 +96,19 @@ pub fn build(path: &Path) -> Result<String, String> {
     let other = trace_read::read(path, |_| {}).map_err(|e| e.to_string())?;
     let report = &other["report"];
     let end = other["cycles"].as_u64().unwrap_or(1).max(1);
-    let warps: Vec<&Value> = other["warps"].as_array().into_iter().flatten().collect();
+    // Only the warps the trace holds slices for (a whole-GPU trace may hold a few SMs).
+    let sms = other["filter"]["sms"]
+        .as_array()
+        .and_then(|r| Some(r.first()?.as_u64()?..r.get(1)?.as_u64()?));
+    let warps: Vec<&Value> = other["warps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|w| {
+            sms.as_ref()
+                .is_none_or(|r| r.contains(&w["sm"].as_u64().unwrap_or(0)))
+        })
+        .collect();
     let mut tl = Timeline {
         end,
         row_of: BTreeMap::new(),

@@ -5,7 +5,7 @@ use crate::analytic::bound;
 use crate::engine::{Config, Engine, Progress, SimError};
 use crate::preset::{Preset, PresetError};
 use crate::report::{Report, TraceReport};
-use crate::trace::{Filter, Tracer};
+use crate::trace::{Filter, Level, Tracer};
 use crate::warp_state::State;
 use isa::program::Kernel;
 use isa::Diagnostic;
@@ -29,6 +29,9 @@ pub struct RunOptions {
     /// Called now and then with (cycle, CTAs retired, CTAs in the grid).
     pub progress: Option<Progress>,
 }
+
+/// SMs whose warps a whole-GPU run traces by default.
+pub const DEFAULT_TRACE_SMS: u32 = 8;
 
 /// Where a trace goes and what it holds.
 #[derive(Clone, Debug)]
@@ -190,7 +193,7 @@ fn finish_trace(
     opts: &RunOptions,
 ) -> std::io::Result<u64> {
     let level = tracer.level();
-    let filter = opts.trace.as_ref().map(|t| t.filter.clone());
+    let filter = tracer.filter().clone();
     let other = json!({
         "time_unit": "1 ts unit = 1 SM cycle",
         "version": env!("CARGO_PKG_VERSION"),
@@ -198,8 +201,8 @@ fn finish_trace(
         "seed": opts.seed,
         "level": level,
         "filter": {
-            "sms": filter.as_ref().and_then(|f| f.sms.clone()).map(|r| [r.start, r.end]),
-            "window": filter.as_ref().and_then(|f| f.window.clone()).map(|r| [r.start, r.end]),
+            "sms": filter.sms.map(|r| [r.start, r.end]),
+            "window": filter.window.map(|r| [r.start, r.end]),
         },
         "cycles": report.map(|r| r.cycles).ok(),
         "role_order": kernel.roles.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
@@ -220,10 +223,22 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
             .clone()
             .unwrap_or_else(|| PathBuf::from(format!("traces/{}.trace.json", kernel.name)))
     });
-    let tracer = match (&opts.trace, &trace_path) {
-        (Some(t), Some(p)) => Some(
-            Tracer::create(p, t.filter.clone())
-                .map_err(|e| RunError::Io(p.display().to_string(), e))?,
+    // Whole-GPU runs trace the first few SMs' warps unless told otherwise: every SM's would
+    // make a file too large to open (ui.perfetto.dev holds a few hundred thousand events).
+    let spread = kernel.grid.min(preset.sm.count);
+    let mut filter = opts.trace.as_ref().map(|t| t.filter.clone());
+    let mut limited = None;
+    if let Some(f) = filter.as_mut() {
+        if f.sms.is_none() && f.level != Level::Summary && spread > DEFAULT_TRACE_SMS {
+            f.sms = Some(0..DEFAULT_TRACE_SMS);
+            limited = Some(format!(
+                "warps of SMs 0..{DEFAULT_TRACE_SMS} of {spread} (--trace-sms 0..{spread} for all)"
+            ));
+        }
+    }
+    let tracer = match (&filter, &trace_path) {
+        (Some(f), Some(p)) => Some(
+            Tracer::create(p, f.clone()).map_err(|e| RunError::Io(p.display().to_string(), e))?,
         ),
         _ => None,
     };
@@ -246,6 +261,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
             report.trace = Some(TraceReport {
                 path: shown,
                 events,
+                limited,
             });
             Ok(report)
         }

@@ -134,6 +134,10 @@ impl Tracer {
         self.filter.level
     }
 
+    pub fn filter(&self) -> &Filter {
+        &self.filter
+    }
+
     fn write(&mut self, e: &Event) {
         if self.error.is_some() {
             return;

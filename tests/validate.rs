@@ -1,0 +1,156 @@
+//! `sim validate` on the stored H200 measurements (calibration/data/): every bounded group of
+//! microbenchmarks must land within its bound on the h200-sxm preset (docs/validation.md).
+
+use sim::validate::{self, Bound, Data};
+use std::process::Command;
+
+/// The bounds, by group; a group bounded in `sim validate` but missing here (or the
+/// other way round) fails too, so that a bound cannot be loosened in one place only.
+const BOUNDS: &[(&str, Bound)] = &[
+    ("wgmma", Bound::Relative(0.05)),
+    ("pipes", Bound::Relative(0.05)),
+    ("smem_banks", Bound::Exact),
+    ("bandwidth", Bound::Relative(0.10)),
+    ("latency", Bound::Relative(0.15)),
+];
+
+#[test]
+fn every_bounded_group_is_within_its_bound_on_the_h200_preset() {
+    let data = Data::stored().expect("stored calibration data");
+    let v = validate::validate("h200-sxm", &data, &[]).expect("validation runs");
+    eprintln!("{}", v.table());
+    for (name, bound) in BOUNDS {
+        let g = v
+            .groups
+            .iter()
+            .find(|g| g.name == *name)
+            .unwrap_or_else(|| panic!("no group {name}"));
+        assert_eq!(g.bound, *bound, "{name}: bound");
+        assert!(g.rows >= 1, "{name}: no rows");
+        match bound {
+            Bound::Relative(b) => assert!(
+                g.mae <= *b,
+                "{name}: mean |error| {:.1}% over {:.0}%",
+                g.mae * 100.0,
+                b * 100.0
+            ),
+            Bound::Exact => assert_eq!(g.mae, 0.0, "{name}: rows differ"),
+            Bound::None => unreachable!(),
+        }
+    }
+    let bounded: Vec<&str> = v
+        .groups
+        .iter()
+        .filter(|g| g.bound != Bound::None)
+        .map(|g| g.name.as_str())
+        .collect();
+    let expected: Vec<&str> = BOUNDS.iter().map(|(n, _)| *n).collect();
+    assert_eq!(bounded, expected, "bounded groups");
+    assert!(v.failures().is_empty(), "{:?}", v.failures());
+    // Every unbounded group says why in its note.
+    for g in v.groups.iter().filter(|g| g.bound == Bound::None) {
+        assert!(g.note.starts_with("not modeled:"), "{}: {}", g.name, g.note);
+    }
+}
+
+#[test]
+fn a_measurement_off_by_ten_percent_fails_its_group() {
+    // The same check on data that disagree with the model: wgmma 10% slower than measured.
+    let mut data = Data::stored().expect("stored calibration data");
+    for test in [
+        "wgmma_ss_1wg",
+        "wgmma_ss_2wg",
+        "wgmma_rs_1wg",
+        "wgmma_rs_2wg",
+    ] {
+        data.scale("wgmma", test, 1.10);
+    }
+    let v = validate::validate("h200-sxm", &data, &["wgmma".to_string()]).expect("runs");
+    let g = &v.groups[0];
+    assert_eq!(g.name, "wgmma");
+    assert_eq!(g.pass, Some(false), "mean |error| {:.3}", g.mae);
+    assert_eq!(v.failures().len(), 1);
+    // And the CLI reports it with a failing exit status, on data read from a folder.
+    let dir = std::env::temp_dir().join(format!("sim-validate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let stored = include_str!("../calibration/data/h200-wgmma.csv");
+    let slower: String = stored
+        .lines()
+        .map(|l| {
+            let c: Vec<&str> = l.split(',').collect();
+            match c.as_slice() {
+                [t, p, val, u] if t.starts_with("wgmma_") && !t.ends_with("_lat") => {
+                    let x: f64 = val.parse().unwrap();
+                    format!("{t},{p},{},{u}\n", x * 1.1)
+                }
+                _ => format!("{l}\n"),
+            }
+        })
+        .collect();
+    std::fs::write(dir.join("wgmma.csv"), slower).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_sim"))
+        .args(["validate", "--group", "wgmma", "--data"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "stderr: {stderr}");
+    assert!(stderr.contains("wgmma: mean |error|"), "stderr: {stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("FAIL"), "stdout: {stdout}");
+}
+
+#[test]
+fn the_cli_prints_json_and_rejects_unknown_groups() {
+    let out = Command::new(env!("CARGO_BIN_EXE_sim"))
+        .args([
+            "validate",
+            "--group",
+            "pipes",
+            "--group",
+            "smem_banks",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["gpu"], "h200-sxm");
+    assert_eq!(v["groups"].as_array().unwrap().len(), 2);
+    assert_eq!(v["rows"].as_array().unwrap().len(), 16);
+    let out = Command::new(env!("CARGO_BIN_EXE_sim"))
+        .args(["validate", "--group", "wgmmaa"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown group `wgmmaa`"));
+}
+
+#[test]
+fn bad_data_is_an_error_not_a_panic() {
+    let mut d = Data::default();
+    assert!(d.add("core", "# nothing\n").is_err());
+    let e = d.add("core", "test,param,value,unit\nffma_rate,1024,fast,x\n");
+    assert!(e.unwrap_err().contains("`fast` is not a number"));
+    let e = d.add("core", "test,param,value\nffma_rate,1024,4.0\n");
+    assert!(e.unwrap_err().contains("no SM clock"));
+    let e = d.add("core", "a,b\n1,2\n");
+    assert!(e.unwrap_err().contains("lacks test"));
+    // A data set without the rows a group needs says which row is missing.
+    let mut d = Data::default();
+    d.add(
+        "core",
+        "# sm_clock_mhz_at_start=1980\ntest,param,value,unit\nffma_rate,1024,3.9,x\n",
+    )
+    .unwrap();
+    let e = validate::validate("h200-sxm", &d, &["pipes".to_string()]).unwrap_err();
+    assert!(
+        e.contains("no measured row ex2_rate,1024 in core.csv"),
+        "{e}"
+    );
+}
