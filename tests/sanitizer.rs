@@ -61,7 +61,7 @@ fn accumulators_read_before_the_covering_wait() {
         &diagnosis("hazard_acc"),
         &[
             "warp consumer",
-            "fma reads accumulators `C` while 4 wgmma instruction(s) writing them are in flight",
+            "fma reads accumulators `C` before the wgmma writing them has completed (4 wgmma instruction(s) of the warpgroup pending",
             "loop(kb).body[4] compute",
         ],
     );

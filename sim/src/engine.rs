@@ -82,8 +82,12 @@ pub enum SimError {
         path: String,
         message: String,
     },
-    #[error("deadlock at cycle {cycle}: no event is pending and {} warps cannot proceed:\n{}", blocked.len(), blocked.join("\n"))]
-    Deadlock { cycle: u64, blocked: Vec<String> },
+    #[error("deadlock at cycle {cycle}: no event is pending and {warps} warps cannot proceed:\n{}", blocked.join("\n"))]
+    Deadlock {
+        cycle: u64,
+        warps: usize,
+        blocked: Vec<String>,
+    },
     #[error("hazard at cycle {cycle}, SM {sm}, CTA {cta}, warp {warp}: {message}\n  = in {path}")]
     Hazard {
         cycle: u64,
@@ -168,8 +172,10 @@ struct Warp {
     /// stall state while waiting for them.
     reg_ready: u64,
     reg_kind: State,
-    /// HGMMAs this warp has issued.
+    /// HGMMAs this warp has issued, and per accumulator label the count that closes the last
+    /// one writing it (its accumulators are in flight until the warpgroup completes that many).
     hgmma_issued: u64,
+    acc_last: Vec<u64>,
     /// Committed wgmma groups not yet known complete: HGMMA count that closes each.
     wgmma_groups: VecDeque<u64>,
     /// TMA stores' bulk async-groups and cp.async groups.
@@ -207,8 +213,7 @@ impl Warp {
 struct WarpGroup {
     warps: [u32; WARPS_PER_WARPGROUP as usize],
     submitted: u64,
-    /// Per accumulator label, the submitted-HGMMA count of the last HGMMA writing it.
-    acc_last: Vec<u64>,
+
     completed: u64,
     /// Warps blocked in wait_group and the completed-HGMMA count each needs.
     waiters: Vec<(u32, u64)>,
@@ -440,22 +445,21 @@ impl<'a> Engine<'a> {
 
     /// Runs the kernel to completion.
     pub fn run(self) -> Result<RunStats, SimError> {
-        self.run_traced().0
+        let (result, stats, _) = self.run_traced();
+        result.map(|()| stats)
     }
 
     /// Runs the kernel and hands back the trace writer, also when the run fails (the trace
     /// then ends at the failure, every live warp's last state interval included).
-    pub fn run_traced(mut self) -> (Result<RunStats, SimError>, Option<Tracer>) {
+    /// The statistics cover the run up to where it stopped, also when it failed.
+    pub fn run_traced(mut self) -> (Result<(), SimError>, RunStats, Option<Tracer>) {
         let result = self.simulate();
         if result.is_err() {
             self.close_open_intervals();
         }
         self.sample(true);
         let tracer = self.tracer.take();
-        match result {
-            Ok(()) => (Ok(self.finish()), tracer),
-            Err(e) => (Err(e), tracer),
-        }
+        (result, self.finish(), tracer)
     }
 
     fn simulate(&mut self) -> Result<(), SimError> {
@@ -463,6 +467,7 @@ impl<'a> Engine<'a> {
             // Static validation keeps per-CTA needs within the preset's SM, so this is a bug guard.
             return Err(SimError::Deadlock {
                 cycle: 0,
+                warps: 0,
                 blocked: vec![format!(
                     "no CTA fits on an SM (limit: {})",
                     self.occ.limiter()
@@ -749,6 +754,7 @@ impl<'a> Engine<'a> {
                         reg_ready: 0,
                         reg_kind: State::Wait,
                         hgmma_issued: 0,
+                        acc_last: vec![0; k.accs.len()],
                         wgmma_groups: VecDeque::new(),
                         stores: AsyncGroups::default(),
                         copies: AsyncGroups::default(),
@@ -779,7 +785,7 @@ impl<'a> Engine<'a> {
                 self.wgs.push(WarpGroup {
                     warps: members,
                     submitted: 0,
-                    acc_last: vec![0; k.accs.len()],
+
                     completed: 0,
                     waiters: Vec::new(),
                 });
@@ -899,17 +905,9 @@ impl<'a> Engine<'a> {
                         tr.instant(sm, self.now, "TMA complete", args);
                     }
                 }
-                let m = &mut self.ctas[cta as usize].mbars[bar as usize];
-                if m.complete_tx(bytes) {
+                if self.ctas[cta as usize].mbars[bar as usize].complete_tx(bytes) {
                     self.phase_completed(cta, bar);
-                } else if self.cfg.check && m.pending_arrivals() == 0 && m.pending_tx() < 0 {
-                    // Every arrival (and so every expect-tx) of the phase is in: the bytes can
-                    // only exceed what was expected, and the phase can never complete.
-                    let extra = -m.pending_tx();
-                    let message = format!(
-                        "mbarrier {} received {extra} transaction bytes beyond its expect-tx count (its phase can never complete)",
-                        self.mbar_name(bar)
-                    );
+                } else if let Some(message) = self.excess_tx(cta, bar) {
                     self.hazard_at((done.warp, done.pc), cta, message);
                 }
             }
@@ -1329,13 +1327,14 @@ impl<'a> Engine<'a> {
         match inst {
             Inst::Compute { pipe, count, acc } => {
                 if let Some(acc) = acc.filter(|_| self.cfg.check) {
-                    let g = &self.wgs[self.warps[w as usize].wg as usize];
-                    let pending = g.acc_last[acc as usize].saturating_sub(g.completed);
-                    if pending > 0 {
+                    let warp = &self.warps[w as usize];
+                    let done = self.wgs[warp.wg as usize].completed;
+                    if warp.acc_last[acc as usize] > done {
                         return Err(self.hazard_msg(format!(
-                            "{} reads accumulators `{}` while {pending} wgmma instruction(s) writing them are in flight (no wgmma.wait_group covers them)",
+                            "{} reads accumulators `{}` before the wgmma writing them has completed ({} wgmma instruction(s) of the warpgroup pending; no wgmma.wait_group covers them)",
                             pipe.name(),
-                            self.k.accs[acc as usize]
+                            self.k.accs[acc as usize],
+                            warp.hgmma_issued - done
                         )));
                     }
                 }
@@ -1414,6 +1413,7 @@ impl<'a> Engine<'a> {
                 warp.progress -= 1;
                 advance = warp.progress == 0;
                 warp.hgmma_issued += 1;
+                warp.acc_last[*acc as usize] = warp.hgmma_issued;
                 let (wg, sm) = (warp.wg as usize, warp.sm);
                 let ready = self.wgs[wg]
                     .warps
@@ -1424,7 +1424,6 @@ impl<'a> Engine<'a> {
                 // The HGMMA starts once all four warps of the warpgroup have issued it.
                 while self.wgs[wg].submitted < ready {
                     self.wgs[wg].submitted += 1;
-                    self.wgs[wg].acc_last[*acc as usize] = self.wgs[wg].submitted;
                     for s in reads.into_iter().filter(|&s| s != NO_SLOT) {
                         self.slots[s as usize].readers += 1;
                     }
@@ -1793,13 +1792,29 @@ impl<'a> Engine<'a> {
 
     fn arrive(&mut self, w: u32, bar: u32, count: u32) -> Result<(), String> {
         let cta = self.warps[w as usize].cta;
-        let completed = self.ctas[cta as usize].mbars[bar as usize]
+        let m = &mut self.ctas[cta as usize].mbars[bar as usize];
+        let completed = m
             .arrive(count)
             .map_err(|e| format!("mbarrier {}: {e}", self.mbar_name(bar)))?;
         if completed {
             self.phase_completed(cta, bar);
+        } else if let Some(extra) = self.excess_tx(cta, bar) {
+            return Err(self.hazard_msg(extra));
         }
         Ok(())
+    }
+
+    /// With every arrival of the phase in (so every expect-tx), bytes beyond the expected count
+    /// mean the phase can never complete.
+    fn excess_tx(&self, cta: u32, bar: u32) -> Option<String> {
+        let m = &self.ctas[cta as usize].mbars[bar as usize];
+        (self.cfg.check && m.pending_arrivals() == 0 && m.pending_tx() < 0).then(|| {
+            format!(
+                "mbarrier {} received {} transaction bytes beyond its expect-tx count (its phase can never complete)",
+                self.mbar_name(bar),
+                -m.pending_tx()
+            )
+        })
     }
 
     /// The SM a CTA (engine-wide index) runs on.
@@ -1880,12 +1895,15 @@ impl<'a> Engine<'a> {
                     .flat_map(|(b, ws)| ws.iter().filter(|&&(x, _)| x == id).map(move |&(_, p)| (b, p)))
                     .map(|(b, parity)| {
                         let m = &cta.mbars[b];
+                        let tx = match m.pending_tx() {
+                            t if t < 0 => format!("{} tx bytes more than expected", -t),
+                            t => format!("{t} tx bytes missing"),
+                        };
                         format!(
-                            "waits on mbarrier {} for the phase of parity {parity}; it is in phase {} with {} arrivals and {} tx bytes missing",
+                            "waits on mbarrier {} for the phase of parity {parity}; it is in phase {} with {} arrivals and {tx}",
                             self.mbar_name(b as u32),
                             m.phase(),
                             m.pending_arrivals(),
-                            m.pending_tx()
                         )
                     })
                     .collect::<Vec<_>>()
@@ -1919,6 +1937,7 @@ impl<'a> Engine<'a> {
                 self.warp_name(w)
             ));
         }
+        let warps = blocked.len();
         if self.next_block < self.k.grid {
             blocked.push(format!(
                 "  {} CTAs never launched",
@@ -1927,6 +1946,7 @@ impl<'a> Engine<'a> {
         }
         SimError::Deadlock {
             cycle: self.now,
+            warps,
             blocked,
         }
     }

@@ -6,7 +6,7 @@ use sim::engine::Progress;
 use sim::preset::Preset;
 use sim::run::{self, RunOptions, TraceOptions};
 use sim::trace::{Filter, Level};
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -239,9 +239,9 @@ fn execute(cmd: Command) -> Result<(), String> {
             }
             let report = result.map_err(|e| e.to_string())?;
             if json {
-                println!("{}", report.to_json());
+                emit(&(report.to_json() + "\n"))?;
             } else {
-                print!("{}", report.summary());
+                emit(&report.summary())?;
             }
             Ok(())
         }
@@ -260,23 +260,27 @@ fn execute(cmd: Command) -> Result<(), String> {
                 report = Some(r);
             }
             let r = report.expect("at least one iteration");
-            println!(
-                "{}: {} warp-instructions, {} cycles, {} events in {:.3} ms (best of {iters})",
-                r.scenario,
-                r.instructions,
-                r.cycles,
-                r.events,
-                best * 1e3
-            );
-            println!(
-                "  {:.2} M instructions/s, {:.2} M simulated cycles/s, {:.2} M events/s",
-                r.instructions as f64 / best / 1e6,
-                r.cycles as f64 / best / 1e6,
-                r.events as f64 / best / 1e6
-            );
+            emit(
+                &(format!(
+                    "{}: {} warp-instructions, {} cycles, {} events in {:.3} ms (best of {iters})",
+                    r.scenario,
+                    r.instructions,
+                    r.cycles,
+                    r.events,
+                    best * 1e3
+                ) + "\n"),
+            )?;
+            emit(
+                &(format!(
+                    "  {:.2} M instructions/s, {:.2} M simulated cycles/s, {:.2} M events/s",
+                    r.instructions as f64 / best / 1e6,
+                    r.cycles as f64 / best / 1e6,
+                    r.events as f64 / best / 1e6
+                ) + "\n"),
+            )?;
             Ok(())
         }
-        Command::Analyze(args) => sim::analytic::cli::run(&args).map(|text| print!("{text}")),
+        Command::Analyze(args) => emit(&sim::analytic::cli::run(&args)?),
         Command::Validate(args) => sim::validate::run_cli(&args),
         Command::Stalls {
             trace,
@@ -286,16 +290,14 @@ fn execute(cmd: Command) -> Result<(), String> {
         } => {
             let s = sim::stalls::load(&trace, per_warp)?;
             if csv {
-                print!("{}", sim::stalls::csv(&s));
+                emit(&sim::stalls::csv(&s))?;
             } else if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&s).map_err(|e| e.to_string())?
-                );
+                let json = serde_json::to_string_pretty(&s).map_err(|e| e.to_string())?;
+                emit(&(json + "\n"))?;
             } else {
                 let color =
                     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-                print!("{}", sim::stalls::render(&s, color));
+                emit(&sim::stalls::render(&s, color))?;
             }
             Ok(())
         }
@@ -309,25 +311,27 @@ fn execute(cmd: Command) -> Result<(), String> {
             scenario,
             check_cycles,
         } => {
+            if scenario.no_check {
+                return Err("`sim check` always runs the hazard checks: drop --no-check".into());
+            }
             let mut opts = options(&scenario, None);
-            opts.check = true;
             opts.max_cycles = opts.max_cycles.min(check_cycles);
             let file = scenario.file.display();
             match run::run_file(&scenario.file, &opts) {
                 Ok(r) => {
-                    println!(
+                    emit(&(format!(
                         "{file}: valid; simulated to completion in {} cycles with no hazard and no deadlock",
                         r.cycles
-                    );
+                    ) + "\n"))?;
                     Ok(())
                 }
                 Err(run::RunError::Sim { error, .. })
                     if matches!(*error, sim::engine::SimError::CycleLimit { .. }) =>
                 {
-                    println!(
+                    emit(&(format!(
                         "{file}: valid; no hazard and no deadlock in the first {} cycles (stopped there)",
                         opts.max_cycles
-                    );
+                    ) + "\n"))?;
                     Ok(())
                 }
                 Err(e) => Err(e.to_string()),
@@ -336,9 +340,18 @@ fn execute(cmd: Command) -> Result<(), String> {
         Command::Presets => {
             for name in Preset::names() {
                 let p = Preset::builtin(name).map_err(|e| e.to_string())?;
-                println!("{name:<10} {}", p.description);
+                emit(&(format!("{name:<10} {}", p.description) + "\n"))?;
             }
             Ok(())
         }
+    }
+}
+
+/// Writes to stdout; a closed pipe (`sim stalls … | head`) ends output quietly.
+fn emit(text: &str) -> Result<(), String> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
+        _ => Ok(()),
     }
 }

@@ -113,7 +113,7 @@ pub fn simulate(
     opts: &RunOptions,
 ) -> Result<Report, RunError> {
     let (result, _) = simulate_traced(file, kernel, preset, opts, None)?;
-    result
+    result.map_err(|(e, _)| e)
 }
 
 fn config(preset: &Preset, opts: &RunOptions) -> Result<Config, RunError> {
@@ -129,16 +129,21 @@ fn config(preset: &Preset, opts: &RunOptions) -> Result<Config, RunError> {
     })
 }
 
+/// A run's report, or its error with the report of the run up to the failure.
+type Outcome = Result<Report, (RunError, Report)>;
+
+/// A trace writer and the warps' totals for its summary.
+type Traced = (Tracer, Vec<Value>);
+
 /// Simulates with an optional trace writer, which comes back (also after a failed run) for
 /// [`finish_trace`]; the outer error is a setup error, the inner one the run's.
-#[allow(clippy::type_complexity)]
 fn simulate_traced(
     file: &str,
     kernel: &Kernel,
     preset: &Preset,
     opts: &RunOptions,
     tracer: Option<Tracer>,
-) -> Result<(Result<Report, RunError>, Option<(Tracer, Vec<Value>)>), RunError> {
+) -> Result<(Outcome, Option<Traced>), RunError> {
     let cfg = config(preset, opts)?;
     let mut engine = Engine::new(kernel, preset, cfg);
     if let Some(t) = tracer {
@@ -147,14 +152,10 @@ fn simulate_traced(
     if let Some(p) = &opts.progress {
         engine = engine.with_progress(p.clone());
     }
-    let (result, tracer) = engine.run_traced();
-    let result = result.map_err(|error| RunError::Sim {
-        file: file.to_string(),
-        error: Box::new(error),
-        trace: None,
-    });
+    let (result, stats, tracer) = engine.run_traced();
     let mut warps = Vec::new();
-    let report = result.map(|stats| {
+    // The report covers the run up to where it stopped; a failed run's goes to its trace only.
+    let report = {
         tracing::debug!(
             cycles = stats.cycles,
             instructions = stats.instructions,
@@ -179,8 +180,19 @@ fn simulate_traced(
             }));
         }
         Report::new(kernel, preset, &stats, opts.seed, opts.clock_mhz)
-    });
-    Ok((report, tracer.map(|t| (t, warps))))
+    };
+    let outcome = match result {
+        Ok(()) => Ok(report),
+        Err(error) => Err((
+            RunError::Sim {
+                file: file.to_string(),
+                error: Box::new(error),
+                trace: None,
+            },
+            report,
+        )),
+    };
+    Ok((outcome, tracer.map(|t| (t, warps))))
 }
 
 /// Ends a trace with its `otherData`: the run's report (or the error that stopped it) and each
@@ -189,7 +201,8 @@ fn finish_trace(
     tracer: Tracer,
     warps: Vec<Value>,
     kernel: &Kernel,
-    report: Result<&Report, &RunError>,
+    report: &Report,
+    error: Option<&RunError>,
     opts: &RunOptions,
 ) -> std::io::Result<u64> {
     let level = tracer.level();
@@ -204,10 +217,10 @@ fn finish_trace(
             "sms": filter.sms.map(|r| [r.start, r.end]),
             "window": filter.window.map(|r| [r.start, r.end]),
         },
-        "cycles": report.map(|r| r.cycles).ok(),
+        "cycles": report.cycles,
         "role_order": kernel.roles.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
-        "report": report.ok(),
-        "error": report.err().map(|e| e.to_string()),
+        "report": report,
+        "error": error.map(|e| e.to_string()),
         "warps": warps,
     });
     tracer.finish(other)
@@ -251,10 +264,14 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
         report.with_bound(&kernel, generic)
     });
     let (Some((tracer, warps)), Some(p)) = (traced, trace_path) else {
-        return result;
+        return result.map_err(|(e, _)| e);
     };
     let shown = p.display().to_string();
-    let events = finish_trace(tracer, warps, &kernel, result.as_ref(), opts)
+    let (report, error) = match &result {
+        Ok(r) => (r, None),
+        Err((e, r)) => (r, Some(e)),
+    };
+    let events = finish_trace(tracer, warps, &kernel, report, error, opts)
         .map_err(|e| RunError::Io(shown.clone(), e))?;
     match result {
         Ok(mut report) => {
@@ -265,11 +282,11 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
             });
             Ok(report)
         }
-        Err(RunError::Sim { file, error, .. }) => Err(RunError::Sim {
+        Err((RunError::Sim { file, error, .. }, _)) => Err(RunError::Sim {
             file,
             error,
             trace: Some(shown),
         }),
-        Err(e) => Err(e),
+        Err((e, _)) => Err(e),
     }
 }

@@ -159,7 +159,8 @@ pub fn render(s: &Stalls, color: bool) -> String {
             }
         }
         bar.push_str(&" ".repeat(BAR - used));
-        let _ = writeln!(o, "  {:<width$} |{bar}| {} warps", r.name, r.warps);
+        let plural = if r.warps == 1 { "" } else { "s" };
+        let _ = writeln!(o, "  {:<width$} |{bar}| {} warp{plural}", r.name, r.warps);
         let ranked: Vec<String> = r
             .ranked()
             .into_iter()
