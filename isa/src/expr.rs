@@ -581,7 +581,13 @@ fn apply(op: BinOp, a: i64, b: i64) -> Result<i64, EvalError> {
         Add => checked(a.checked_add(b))?,
         Sub => checked(a.checked_sub(b))?,
         Shl | Shr if !(0..64).contains(&b) => return Err(EvalError::BadShift(b)),
-        Shl => a << b,
+        Shl => {
+            let r = a << b;
+            if r >> b != a {
+                return Err(EvalError::Overflow);
+            }
+            r
+        }
         Shr => a >> b,
         Lt => (a < b) as i64,
         Le => (a <= b) as i64,
@@ -719,6 +725,8 @@ mod tests {
             Err(EvalError::Overflow)
         );
         assert_eq!(eval_with("1 << 64", &[]), Err(EvalError::BadShift(64)));
+        assert_eq!(eval_with("1 << 63", &[]), Err(EvalError::Overflow));
+        assert_eq!(eval_with("-1 << 63", &[]), Ok(i64::MIN));
         let e = parse("j % ").unwrap_err();
         assert_eq!(e.offset, 4); // the missing operand
         assert!(parse("(1 + 2").is_err());

@@ -1582,14 +1582,11 @@ impl<'a> Engine<'a> {
                 addr,
                 width,
             } => {
-                let t = &self.k.tensors[*tensor as usize];
-                let base = self.tensor_base[*tensor as usize];
-                let from = self.lane_addrs(w, src, base, t.bytes, *width, "the tensor")?;
+                let sectors = self.tensor_sectors(w, *tensor, src, *width)?;
                 let slot = self.slot_base(w, dst)?;
                 let limit = self.k.buffers[dst.buf as usize].slot_bytes;
                 let to = self.lane_addrs(w, addr, slot, limit, *width, "the slot")?;
                 let sector = self.p.memory.sector_bytes;
-                let sectors = gmem::sectors(&from, *width, sector);
                 let sm = self.warps[w as usize].sm;
                 let mut back = self.mem.port(sm, now, sectors.len() as u64 * sector);
                 for (a, n) in gmem::line_requests(&sectors, sector, self.p.memory.l2.line_bytes) {
@@ -1686,11 +1683,8 @@ impl<'a> Engine<'a> {
                 addr,
                 width,
             } => {
-                let t = &self.k.tensors[*tensor as usize];
-                let base = self.tensor_base[*tensor as usize];
-                let addrs = self.lane_addrs(w, addr, base, t.bytes, *width, "the tensor")?;
                 let sector = self.p.memory.sector_bytes;
-                let sectors = gmem::sectors(&addrs, *width, sector);
+                let sectors = self.tensor_sectors(w, *tensor, addr, *width)?;
                 let bytes = sectors.len() as u64 * sector;
                 let requests = gmem::line_requests(&sectors, sector, self.p.memory.l2.line_bytes);
                 let sm = self.warps[w as usize].sm;
@@ -1716,6 +1710,21 @@ impl<'a> Engine<'a> {
             self.warps[w as usize].pc += 1;
         }
         Ok(())
+    }
+
+    /// The 32-byte sectors (indices) a warp's per-lane access of `width` bytes at byte offsets
+    /// `addr` of `tensor` touches.
+    fn tensor_sectors(
+        &mut self,
+        w: u32,
+        tensor: u16,
+        addr: &Code,
+        width: u32,
+    ) -> Result<Vec<u64>, String> {
+        let t = &self.k.tensors[tensor as usize];
+        let base = self.tensor_base[tensor as usize];
+        let addrs = self.lane_addrs(w, addr, base, t.bytes, width, "the tensor")?;
+        Ok(gmem::sectors(&addrs, width, self.p.memory.sector_bytes))
     }
 
     /// The global-memory spans (absolute addresses) of the TMA box of buffer `buf` at `coords`.

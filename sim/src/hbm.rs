@@ -47,23 +47,11 @@ impl Hbm {
         self.channel(addr).book(now, bytes)
     }
 
-    /// Counts bytes written after the kernel (dirty lines left in L2) without timing them.
-    pub fn flush(&mut self, bytes: u64) {
-        self.write_bytes += bytes;
-    }
-
     pub fn read_bytes(&self) -> u64 {
         self.read_bytes
     }
     pub fn write_bytes(&self) -> u64 {
         self.write_bytes
-    }
-    /// Cycles the busiest channel transferred (a lower bound on elapsed time).
-    pub fn busiest_channel(&self) -> u64 {
-        self.channels.iter().map(Link::busy).max().unwrap_or(0)
-    }
-    pub fn drained_at(&self) -> u64 {
-        self.channels.iter().map(Link::next_free).max().unwrap_or(0)
     }
 }
 

@@ -36,8 +36,8 @@ struct ScenarioArgs {
     /// Seed of the run's random generator (memory latency jitter).
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Stop with an error past this many simulated cycles.
-    #[arg(long, default_value_t = 1_000_000_000)]
+    /// Stop with an error past this many simulated cycles (at most 2^38).
+    #[arg(long, default_value_t = 1_000_000_000, value_parser = clap::value_parser!(u64).range(1..=1 << 38))]
     max_cycles: u64,
     /// Skip the sanitizer's hazard checks.
     #[arg(long)]

@@ -159,11 +159,6 @@ impl MemSys {
         self.ports[sm as usize].book(now, bytes)
     }
 
-    /// When all booked transfers are done.
-    pub fn drained_at(&self) -> u64 {
-        self.hbm.drained_at()
-    }
-
     /// Totals; dirty lines still in L2 count as DRAM writes (they are written back eventually).
     pub fn stats(&self) -> MemStats {
         MemStats {

@@ -363,7 +363,8 @@ fn counter_chart(
         h + 60.0,
         h + 10.0
     );
-    let colors = ["#00acc1", "#1e88e5", "#8e24aa", "#ef6c00", "#6d4c41"];
+    // Unit colours, kept apart from the state palette of the timeline and legend.
+    let colors = ["#000000", "#3f51b5", "#9c27b0", "#ff7043", "#607d8b"];
     let names = ["tensor", "smem", "mufu", "tma", "l2_port"];
     for (k, name) in names.iter().enumerate() {
         let pts: Vec<String> = busy

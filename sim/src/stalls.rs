@@ -1,7 +1,7 @@
 //! `sim stalls TRACE`: where the warps' cycles went, in the terminal. Per role (or per warp) a
 //! stacked bar of warp states and the states ranked with their Nsight Compute names, then each
-//! unit's busy fraction. Reads only the trace's summary (`otherData`), so it is instant on any
-//! trace size. `--csv` and `--json` give the same numbers to scripts.
+//! unit's busy fraction. Uses only the trace's summary (`otherData`): the events are parsed
+//! and skipped, never held in memory. `--csv` and `--json` give the same numbers to scripts.
 
 use crate::trace_read;
 use crate::warp_state::State;
