@@ -101,6 +101,17 @@ pub enum SimError {
     CycleLimit { limit: u64 },
 }
 
+/// A piece of a TMA load on its way into shared memory.
+#[derive(Clone, Copy, Debug)]
+struct Chunk {
+    sm: u32,
+    cta: u32,
+    bar: u32,
+    bytes: u64,
+    /// On the last chunk: what the box completes.
+    complete: Option<TmaDone>,
+}
+
 /// What the last chunk of a TMA load completes: its box's bytes, the slot it fills
 /// (engine-wide), and the warp and instruction that issued it (for diagnostics).
 #[derive(Clone, Copy, Debug)]
@@ -121,25 +132,11 @@ enum Event {
     TensorDone(u32),
     /// An HGMMA's results are visible to `wgmma.wait_group` of its warpgroup.
     HgmmaComplete(Hgmma),
-    /// A chunk of a TMA load is back from L2: move it from L2 through the SM's port. The last chunk
-    /// carries the box's bytes to complete on the mbarrier.
-    TmaChunk {
-        sm: u32,
-        cta: u32,
-        bar: u32,
-        bytes: u64,
-        complete: Option<TmaDone>,
-    },
+    /// A chunk of a TMA load is back from L2: move it from L2 through the SM's port.
+    TmaChunk(Chunk),
     /// A TMA chunk passed the SM's port: write it into shared memory. Booking the shared-memory
     /// port at this event, not earlier, keeps that port's bookings in time order.
-    TmaWrite {
-        sm: u32,
-        cta: u32,
-        bar: u32,
-        bytes: u64,
-        /// On the last chunk: the box's bytes and the slot it fills (engine-wide index).
-        complete: Option<TmaDone>,
-    },
+    TmaWrite(Chunk),
     /// TMA bytes are in shared memory: complete-tx on the mbarrier; the slot is filled.
     TxComplete { cta: u32, bar: u32, done: TmaDone },
 }
@@ -860,30 +857,17 @@ impl<'a> Engine<'a> {
                     self.wake_at(w, self.now);
                 }
             }
-            Event::TmaChunk {
-                sm,
-                cta,
-                bar,
-                bytes,
-                complete,
-            } => {
-                let arrived = self.mem.port(sm, self.now, bytes);
-                let ev = Event::TmaWrite {
-                    sm,
-                    cta,
-                    bar,
-                    bytes,
-                    complete,
-                };
-                self.q.push(arrived, ev);
+            Event::TmaChunk(c) => {
+                let arrived = self.mem.port(c.sm, self.now, c.bytes);
+                self.q.push(arrived, Event::TmaWrite(c));
             }
-            Event::TmaWrite {
+            Event::TmaWrite(Chunk {
                 sm,
                 cta,
                 bar,
                 bytes,
                 complete,
-            } => {
+            }) => {
                 let cycles = bytes.div_ceil(self.p.smem.bytes_per_cycle());
                 let (_, end) = self.sms[sm as usize].port.book(self.now, cycles);
                 self.book_horizon(end);
@@ -1531,13 +1515,13 @@ impl<'a> Engine<'a> {
                                 warp: w,
                                 pc: self.warps[w as usize].pc,
                             });
-                            let ev = Event::TmaChunk {
+                            let ev = Event::TmaChunk(Chunk {
                                 sm,
                                 cta,
                                 bar: b,
                                 bytes: size,
                                 complete,
-                            };
+                            });
                             // The last chunk completes the box, so it must arrive last.
                             self.q.push(if i + 1 == n { last } else { t }, ev);
                         }
