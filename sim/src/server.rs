@@ -1,7 +1,10 @@
 //! A bandwidth-limited resource as a "next free" server: a request of `c` cycles of work at
-//! time `t` starts at `max(t, next_free)` and holds the resource until `start + c`. Requests
-//! must be made in non-decreasing time order (the engine makes them from events in time order),
-//! so the server is FIFO and its busy time never exceeds elapsed time.
+//! time `t` starts at `max(t, next_free)` and holds the resource until `start + c`. Requests are
+//! served in the order they are booked, so queueing is exact when bookings come in time order.
+//! The shared-memory ports are booked only from events and issues at the current cycle for
+//! that reason; the L2 slices and HBM channels are booked when a request is made, for the cycle
+//! it reaches them, so their queueing is approximate. Busy time never exceeds the span from the
+//! first booking to the kernel's end, which covers every booked end.
 
 #[derive(Clone, Debug, Default)]
 pub struct Server {
