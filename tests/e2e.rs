@@ -1,9 +1,9 @@
 //! End-to-end tests over the scenarios and the `sim` binary.
 
 use sim::engine::{Config, Engine, RunStats};
-use sim::report::Report;
+use sim::observe::report::Report;
+use sim::observe::warp_state::State;
 use sim::run::{self, RunOptions};
-use sim::warp_state::State;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use sim::engine::{Config, Engine};
-use sim::preset::Preset;
+use sim::gpu::preset::Preset;
 use sim::run::{self, RunOptions};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,6 +1,6 @@
 //! The whole GPU: L2 and HBM, CTA scheduling and waves, occupancy, presets.
 
-use sim::report::Report;
+use sim::observe::report::Report;
 use sim::run::{self, RunOptions};
 use std::path::{Path, PathBuf};
 
@@ -98,7 +98,7 @@ fn seed_configs_get_the_seed_occupancy_on_rtx3070() {
 #[test]
 fn a_streaming_copy_reaches_the_hbm_bandwidth() {
     let r = run("hbm_stream", None, &[]);
-    let preset = sim::preset::Preset::builtin("h100-sxm").unwrap();
+    let preset = sim::gpu::preset::Preset::builtin("h100-sxm").unwrap();
     let sustained = preset.memory.hbm.bandwidth_gbs * preset.memory.hbm.efficiency;
     assert!(
         r.dram.bandwidth_gbs >= 0.9 * sustained,
@@ -119,7 +119,7 @@ fn a_streaming_copy_reaches_the_hbm_bandwidth() {
 fn a_single_sm_cannot_pull_the_chips_bandwidth() {
     // One CTA streaming 16 MiB: capped by its SM's port to L2 (77 B/cycle), far from HBM's.
     let r = run("hbm_stream", None, &[("mib", 16), ("ctas", 1)]);
-    let p = sim::preset::Preset::builtin("h100-sxm").unwrap();
+    let p = sim::gpu::preset::Preset::builtin("h100-sxm").unwrap();
     let port_gbs = p.memory.sm_bytes_per_cycle * p.clock.loaded_mhz / 1e3;
     assert!(
         r.dram.bandwidth_gbs <= port_gbs,

@@ -1,31 +1,17 @@
 //! `sim`: a cycle-level, discrete-event simulator of NVIDIA Hopper-class SMs.
 //!
 //! The engine ([`engine`]) runs a compiled tile-ISA kernel ([`isa::program::Kernel`]) on the
-//! hardware models below, with numbers from a GPU preset ([`preset`]). [`run`] ties scenario
-//! loading, validation, simulation and reporting together for the CLI and the tests.
+//! SM's units ([`sm`]) and the memory system below them ([`memory`]), with numbers from a GPU
+//! preset ([`gpu::preset`]). Observers ([`observe`]) watch the engine's events: warp-state
+//! accounting, traces and their readers, reports, the sanitizer. [`run`] ties scenario loading,
+//! validation, simulation and reporting together for the CLI and the tests; [`analytic`] holds
+//! the closed-form models and [`validate`] compares simulations with measurements.
 
 pub mod analytic;
-pub mod async_groups;
-pub mod cta_scheduler;
 pub mod engine;
-pub mod gmem;
-pub mod hbm;
-pub mod l2;
-pub mod mbarrier;
-pub mod memsys;
-pub mod named_barrier;
-pub mod preset;
-pub mod queue;
-pub mod regfile;
-pub mod report;
-pub mod report_html;
+pub mod gpu;
+pub mod memory;
+pub mod observe;
 pub mod run;
-pub mod server;
-pub mod smem;
-pub mod stalls;
-pub mod tensor_core;
-pub mod tma;
-pub mod trace;
-pub mod trace_read;
+pub mod sm;
 pub mod validate;
-pub mod warp_state;

@@ -3,9 +3,9 @@
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sim::engine::Progress;
-use sim::preset::Preset;
+use sim::gpu::preset::Preset;
+use sim::observe::trace::{Filter, Level};
 use sim::run::{self, RunOptions, TraceOptions};
-use sim::trace::{Filter, Level};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -288,21 +288,21 @@ fn execute(cmd: Command) -> Result<(), String> {
             csv,
             json,
         } => {
-            let s = sim::stalls::load(&trace, per_warp)?;
+            let s = sim::observe::stalls::load(&trace, per_warp)?;
             if csv {
-                emit(&sim::stalls::csv(&s))?;
+                emit(&sim::observe::stalls::csv(&s))?;
             } else if json {
                 let json = serde_json::to_string_pretty(&s).map_err(|e| e.to_string())?;
                 emit(&(json + "\n"))?;
             } else {
                 let color =
                     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-                emit(&sim::stalls::render(&s, color))?;
+                emit(&sim::observe::stalls::render(&s, color))?;
             }
             Ok(())
         }
         Command::Report { trace, output } => {
-            let page = sim::report_html::build(&trace)?;
+            let page = sim::observe::report_html::build(&trace)?;
             std::fs::write(&output, page).map_err(|e| format!("{}: {e}", output.display()))?;
             eprintln!("wrote {}", output.display());
             Ok(())

@@ -3,10 +3,10 @@
 
 use crate::analytic::bound;
 use crate::engine::{Config, Engine, Progress, SimError};
-use crate::preset::{Preset, PresetError};
-use crate::report::{Report, TraceReport};
-use crate::trace::{Filter, Level, Tracer};
-use crate::warp_state::State;
+use crate::gpu::preset::{Preset, PresetError};
+use crate::observe::report::{Report, TraceReport};
+use crate::observe::trace::{Filter, Level, Tracer};
+use crate::observe::warp_state::State;
 use isa::program::Kernel;
 use isa::Diagnostic;
 use serde_json::{json, Value};

@@ -22,11 +22,11 @@
 //! Blind spots (see `docs/analytic.md`): no latency, no dependencies between instructions or
 //! warps, L2 slices and HBM channels assumed evenly loaded.
 
-use crate::cta_scheduler::occupancy;
 use crate::engine::{MAX_CONTROL_STEPS, MAX_MACRO_COUNT};
-use crate::preset::Preset;
-use crate::tensor_core::Hgmma;
-use crate::{gmem, smem, tma};
+use crate::gpu::cta_scheduler::occupancy;
+use crate::gpu::preset::Preset;
+use crate::sm::tensor_core::Hgmma;
+use crate::{memory::coalesce, sm::smem, sm::tma};
 use isa::expr::Code;
 use isa::program::{slot, Inst, Kernel, Op, Pipe, RoleInfo, SlotRef, WARPS_PER_WARPGROUP};
 use std::collections::HashMap;
@@ -484,7 +484,7 @@ impl<'a> Walk<'a> {
                     warpgroup: 0,
                     n: *n,
                     a_smem: a.is_some(),
-                    reads: [crate::tensor_core::NO_SLOT; 2],
+                    reads: [crate::sm::tensor_core::NO_SLOT; 2],
                 };
                 let ks = *ksteps as u64;
                 w.hgmma.0 += ks * h.flops().div_ceil(p.tensor.flops_per_cycle);
@@ -632,9 +632,9 @@ impl<'a> Walk<'a> {
     /// through the SM's port.
     fn sectors(&mut self, d: &mut Demand, addrs: &[u64], width: u32, write: bool) {
         let sector = self.p.memory.sector_bytes;
-        let sectors = gmem::sectors(addrs, width, sector);
+        let sectors = coalesce::sectors(addrs, width, sector);
         d.port_bytes += sectors.len() as u64 * sector;
-        for (a, n) in gmem::line_requests(&sectors, sector, self.p.memory.l2.line_bytes) {
+        for (a, n) in coalesce::line_requests(&sectors, sector, self.p.memory.l2.line_bytes) {
             self.access(d, a, n, write);
         }
     }

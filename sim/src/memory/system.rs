@@ -6,10 +6,10 @@
 //! slice is in the other L2 partition than the SM), half each way; a miss adds the HBM channel's
 //! queueing and the HBM latency. Each request also gets a seeded jitter of 0..=`latency_jitter`.
 
-use crate::hbm::Hbm;
-use crate::l2::L2;
-use crate::preset::Preset;
-use crate::server::Link;
+use crate::engine::server::Link;
+use crate::gpu::preset::Preset;
+use crate::memory::hbm::Hbm;
+use crate::memory::l2::L2;
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 

@@ -32,16 +32,25 @@ pub struct ValidateArgs {
 
 /// The stored measurements: (program, CSV text).
 const STORED: &[(&str, &str)] = &[
-    ("core", include_str!("../../calibration/data/h200-core.csv")),
+    (
+        "core",
+        include_str!("../../../calibration/data/h200-core.csv"),
+    ),
     (
         "wgmma",
-        include_str!("../../calibration/data/h200-wgmma.csv"),
+        include_str!("../../../calibration/data/h200-wgmma.csv"),
     ),
-    ("mem", include_str!("../../calibration/data/h200-mem.csv")),
-    ("tma", include_str!("../../calibration/data/h200-tma.csv")),
+    (
+        "mem",
+        include_str!("../../../calibration/data/h200-mem.csv"),
+    ),
+    (
+        "tma",
+        include_str!("../../../calibration/data/h200-tma.csv"),
+    ),
     (
         "mem_bw",
-        include_str!("../../calibration/data/h200-mem_bw.csv"),
+        include_str!("../../../calibration/data/h200-mem_bw.csv"),
     ),
 ];
 
@@ -49,19 +58,28 @@ const STORED: &[(&str, &str)] = &[
 const TWINS: &[(&str, &str)] = &[
     (
         "pipes",
-        include_str!("../../scenarios/calibration/pipes.ron"),
+        include_str!("../../../scenarios/calibration/pipes.ron"),
     ),
-    ("smem", include_str!("../../scenarios/calibration/smem.ron")),
+    (
+        "smem",
+        include_str!("../../../scenarios/calibration/smem.ron"),
+    ),
     (
         "wgmma",
-        include_str!("../../scenarios/calibration/wgmma.ron"),
+        include_str!("../../../scenarios/calibration/wgmma.ron"),
     ),
     (
         "barriers",
-        include_str!("../../scenarios/calibration/barriers.ron"),
+        include_str!("../../../scenarios/calibration/barriers.ron"),
     ),
-    ("gmem", include_str!("../../scenarios/calibration/gmem.ron")),
-    ("tma", include_str!("../../scenarios/calibration/tma.ron")),
+    (
+        "gmem",
+        include_str!("../../../scenarios/calibration/gmem.ron"),
+    ),
+    (
+        "tma",
+        include_str!("../../../scenarios/calibration/tma.ron"),
+    ),
 ];
 
 /// How a group's rows are judged.

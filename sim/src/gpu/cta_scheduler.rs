@@ -1,7 +1,7 @@
 //! How many CTAs of a kernel fit on one SM at once: the minimum of the thread, register,
 //! shared-memory, warp-slot and CTA-slot limits.
 
-use crate::preset::Preset;
+use crate::gpu::preset::Preset;
 use isa::program::{Kernel, WARP_SIZE};
 
 #[derive(Clone, Debug, PartialEq, Eq)]

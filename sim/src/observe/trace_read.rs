@@ -1,4 +1,4 @@
-//! Reading traces written by [`crate::trace`]: events are handed to a callback one at a time as
+//! Reading traces written by [`crate::observe::trace`]: events are handed to a callback one at a time as
 //! the file is parsed, so a large trace is never held in memory; `otherData` (the run's summary)
 //! comes back whole.
 

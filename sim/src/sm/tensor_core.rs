@@ -6,7 +6,7 @@
 //! which gives back-to-back SS wgmma a busy fraction of `min(1, 0.5N / (16 + 0.25N))` on H100.
 //! HGMMAs queue FIFO across the SM's warpgroups.
 
-use crate::server::Server;
+use crate::engine::server::Server;
 use std::collections::VecDeque;
 
 /// One HGMMA waiting for or running on the pipe.

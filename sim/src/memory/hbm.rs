@@ -1,7 +1,7 @@
 //! HBM: the preset's bandwidth (times a sustained-efficiency factor) split over channels that
 //! addresses interleave across; each channel queues FIFO, so demand above bandwidth queues.
 
-use crate::server::Link;
+use crate::engine::server::Link;
 
 #[derive(Clone, Debug)]
 pub struct Hbm {
@@ -30,7 +30,7 @@ impl Hbm {
     /// Channels are picked by a hash of the interleave unit, as memory controllers hash
     /// addresses, so power-of-two strides (a tile's rows) spread over all channels.
     fn channel(&mut self, addr: u64) -> &mut Link {
-        let c = crate::memsys::spread(addr / self.interleave, self.channels.len());
+        let c = crate::memory::system::spread(addr / self.interleave, self.channels.len());
         &mut self.channels[c]
     }
 

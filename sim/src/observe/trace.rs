@@ -10,7 +10,7 @@
 //! state, with the exact cycles of every state in `args`; each warp's slices still tile its
 //! lifetime exactly. The `instructions` level writes every interval with its instruction.
 
-use crate::warp_state::State;
+use crate::observe::warp_state::State;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;

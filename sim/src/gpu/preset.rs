@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 
 /// The built-in presets: (name, RON text).
 const BUILTIN: &[(&str, &str)] = &[
-    ("h100-sxm", include_str!("../presets/h100-sxm.ron")),
-    ("h200-sxm", include_str!("../presets/h200-sxm.ron")),
-    ("a100-sxm", include_str!("../presets/a100-sxm.ron")),
-    ("rtx3070", include_str!("../presets/rtx3070.ron")),
+    ("h100-sxm", include_str!("../../presets/h100-sxm.ron")),
+    ("h200-sxm", include_str!("../../presets/h200-sxm.ron")),
+    ("a100-sxm", include_str!("../../presets/a100-sxm.ron")),
+    ("rtx3070", include_str!("../../presets/rtx3070.ron")),
 ];
 
 #[derive(Clone, Debug, Deserialize)]

@@ -4,8 +4,8 @@
 use crate::analytic::bound::Bound;
 use crate::analytic::fmt::grouped;
 use crate::engine::RunStats;
-use crate::preset::Preset;
-use crate::warp_state::State;
+use crate::gpu::preset::Preset;
+use crate::observe::warp_state::State;
 use isa::program::Kernel;
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -5,9 +5,9 @@
 //! bucket coloured by its dominant state), and whole-GPU traces into one row per SM and role, so
 //! the page stays small and responsive whatever the trace's size.
 
-use crate::trace::GPU_PID;
-use crate::trace_read::{self, TraceEvent};
-use crate::warp_state::State;
+use crate::observe::trace::GPU_PID;
+use crate::observe::trace_read::{self, TraceEvent};
+use crate::observe::warp_state::State;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write;

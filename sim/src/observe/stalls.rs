@@ -3,8 +3,8 @@
 //! unit's busy fraction. Uses only the trace's summary (`otherData`): the events are parsed
 //! and skipped, never held in memory. `--csv` and `--json` give the same numbers to scripts.
 
-use crate::trace_read;
-use crate::warp_state::State;
+use crate::observe::trace_read;
+use crate::observe::warp_state::State;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;

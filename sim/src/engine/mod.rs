@@ -7,19 +7,22 @@
 //! issues at most one instruction. When no partition is active the clock jumps to the next event,
 //! so cost grows with instructions and events, not with elapsed cycles.
 
-use crate::async_groups::AsyncGroups;
-use crate::cta_scheduler::{occupancy, Occupancy};
-use crate::mbarrier::MBarrier;
-use crate::memsys::{MemStats, MemSys};
-use crate::named_barrier::NamedBarrier;
-use crate::preset::{Preset, SchedulerPolicy};
-use crate::queue::EventQueue;
-use crate::regfile::RegPool;
-use crate::server::Server;
-use crate::tensor_core::{Hgmma, TensorPipe, NO_SLOT};
-use crate::trace::{self, Tracer, WarpInfo};
-use crate::warp_state::{Accounting, State};
-use crate::{gmem, smem, tma};
+pub mod queue;
+pub mod server;
+
+use crate::engine::queue::EventQueue;
+use crate::engine::server::Server;
+use crate::gpu::cta_scheduler::{occupancy, Occupancy};
+use crate::gpu::preset::{Preset, SchedulerPolicy};
+use crate::memory::system::{MemStats, MemSys};
+use crate::observe::trace::{self, Tracer, WarpInfo};
+use crate::observe::warp_state::{Accounting, State};
+use crate::sm::async_groups::AsyncGroups;
+use crate::sm::mbarrier::MBarrier;
+use crate::sm::named_barrier::NamedBarrier;
+use crate::sm::regfile::RegPool;
+use crate::sm::tensor_core::{Hgmma, TensorPipe, NO_SLOT};
+use crate::{memory::coalesce, sm::smem, sm::tma};
 use isa::expr::Code;
 use isa::program::{slot, BarRef, Inst, Kernel, Op, Pipe, SlotRef, WARPS_PER_WARPGROUP, WARP_SIZE};
 use rand::SeedableRng;
@@ -1573,7 +1576,8 @@ impl<'a> Engine<'a> {
                 let sector = self.p.memory.sector_bytes;
                 let sm = self.warps[w as usize].sm;
                 let mut back = self.mem.port(sm, now, sectors.len() as u64 * sector);
-                for (a, n) in gmem::line_requests(&sectors, sector, self.p.memory.l2.line_bytes) {
+                for (a, n) in coalesce::line_requests(&sectors, sector, self.p.memory.l2.line_bytes)
+                {
                     back = back.max(self.mem.read(sm, now, a, n, &mut self.rng));
                 }
                 // The shared-memory write is booked at issue (keeping the port in time order);
@@ -1670,7 +1674,8 @@ impl<'a> Engine<'a> {
                 let sector = self.p.memory.sector_bytes;
                 let sectors = self.tensor_sectors(w, *tensor, addr, *width)?;
                 let bytes = sectors.len() as u64 * sector;
-                let requests = gmem::line_requests(&sectors, sector, self.p.memory.l2.line_bytes);
+                let requests =
+                    coalesce::line_requests(&sectors, sector, self.p.memory.l2.line_bytes);
                 let sm = self.warps[w as usize].sm;
                 // The port is booked at issue so its bookings stay in time order.
                 let sent = self.mem.port(sm, now, bytes);
@@ -1708,7 +1713,7 @@ impl<'a> Engine<'a> {
         let t = &self.k.tensors[tensor as usize];
         let base = self.tensor_base[tensor as usize];
         let addrs = self.lane_addrs(w, addr, base, t.bytes, width, "the tensor")?;
-        Ok(gmem::sectors(&addrs, width, self.p.memory.sector_bytes))
+        Ok(coalesce::sectors(&addrs, width, self.p.memory.sector_bytes))
     }
 
     /// The global-memory spans (absolute addresses) of the TMA box of buffer `buf` at `coords`.
