@@ -22,9 +22,10 @@
 //! Blind spots (see `docs/analytic.md`): no latency, no dependencies between instructions or
 //! warps, L2 slices and HBM channels assumed evenly loaded.
 
-use crate::engine::{MAX_CONTROL_STEPS, MAX_MACRO_COUNT};
+use crate::engine::MAX_CONTROL_STEPS;
 use crate::gpu::cta_scheduler::occupancy;
 use crate::gpu::preset::Preset;
+use crate::sm::pipes::MAX_MACRO_COUNT;
 use crate::sm::tensor_core::Hgmma;
 use crate::{memory::coalesce, sm::smem, sm::tma};
 use isa::expr::Code;

@@ -1,5 +1,6 @@
-//! How many CTAs of a kernel fit on one SM at once: the minimum of the thread, register,
-//! shared-memory, warp-slot and CTA-slot limits.
+//! The CTA scheduler: how many CTAs of a kernel fit on one SM at once (the minimum of the
+//! thread, register, shared-memory, warp-slot and CTA-slot limits), and which SM gets the next
+//! CTA.
 
 use crate::gpu::preset::Preset;
 use isa::program::{Kernel, WARP_SIZE};
@@ -45,6 +46,17 @@ pub fn occupancy(k: &Kernel, p: &Preset) -> Occupancy {
     }
 }
 
+/// The SM the next CTA goes to, given each SM's resident CTAs: the one with room that holds the
+/// fewest (lowest index on a tie), so the first wave spreads over all SMs and later CTAs refill
+/// SMs as CTAs retire. `None` when every SM is full.
+pub fn least_loaded_sm(resident: impl Iterator<Item = u32>, limit: u32) -> Option<usize> {
+    resident
+        .enumerate()
+        .filter(|&(_, r)| r < limit)
+        .min_by_key(|&(_, r)| r)
+        .map(|(i, _)| i)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,6 +85,15 @@ mod tests {
             }],
             analytic: None,
         }
+    }
+
+    #[test]
+    fn the_next_cta_goes_to_the_least_loaded_sm_with_room() {
+        let pick = |r: &[u32], limit| least_loaded_sm(r.iter().copied(), limit);
+        assert_eq!(pick(&[1, 0, 0, 1], 2), Some(1));
+        assert_eq!(pick(&[2, 1, 2], 2), Some(1));
+        assert_eq!(pick(&[2, 2], 2), None);
+        assert_eq!(pick(&[], 2), None);
     }
 
     #[test]

@@ -1,7 +1,9 @@
-//! Observers of the engine: warp-state accounting, traces and their readers, reports.
+//! Observers of the engine: warp-state accounting, the sanitizer, traces and their readers,
+//! reports.
 
 pub mod report;
 pub mod report_html;
+pub mod sanitizer;
 pub mod stalls;
 pub mod trace;
 pub mod trace_read;

@@ -3,6 +3,15 @@
 //! commit form the open group; a group completes when its last copy does; `wait(n)` holds until
 //! all but the `n` most recently committed groups are complete (PTX: commit order, not
 //! completion order).
+//!
+//! Completion times are known when a copy issues, so a wait is a timed stall (`bulk_wait`), not
+//! a waiter list.
+
+use crate::engine::error::Fault;
+use crate::engine::schedule::Outcome;
+use crate::engine::Engine;
+use crate::observe::warp_state::State;
+use isa::expr::Code;
 
 use std::collections::VecDeque;
 
@@ -32,6 +41,42 @@ impl AsyncGroups {
         }
         let older = self.committed.len().saturating_sub(n);
         self.committed.iter().take(older).max().copied()
+    }
+}
+
+/// Which of a warp's group sets an instruction commits or waits on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum GroupKind {
+    TmaStores,
+    CpAsync,
+}
+
+impl Engine<'_> {
+    fn groups(&mut self, w: u32, kind: GroupKind) -> &mut AsyncGroups {
+        let warp = &mut self.warps[w as usize];
+        match kind {
+            GroupKind::TmaStores => &mut warp.stores,
+            GroupKind::CpAsync => &mut warp.copies,
+        }
+    }
+
+    /// `cp.async.wait_group(n)` / `cp.async.bulk.wait_group.read(n)`.
+    pub(crate) fn group_wait_outcome(
+        &mut self,
+        w: u32,
+        kind: GroupKind,
+        n: &Code,
+    ) -> Result<Outcome, Fault> {
+        let n = self.eval(w, n)?.max(0) as usize;
+        let now = self.now;
+        Ok(match self.groups(w, kind).wait_until(now, n) {
+            Some(t) => Outcome::StallUntil(State::BulkWait, t),
+            None => Outcome::Ready,
+        })
+    }
+
+    pub(crate) fn issue_group_commit(&mut self, w: u32, kind: GroupKind) {
+        self.groups(w, kind).commit();
     }
 }
 

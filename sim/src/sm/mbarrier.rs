@@ -3,6 +3,19 @@
 //! pending arrivals AND pending tx bytes are both zero, in either order; completion advances
 //! the phase and reloads the pending count. `wait(parity)` passes once the phase with that
 //! parity has completed, i.e. when the current phase's parity differs from `parity`.
+//!
+//! The mbarrier instructions (`arrive`, `arrive.expect_tx`, `expect_tx`, `try_wait.parity`) are
+//! issued here: a wait that does not pass registers the warp as a waiter, and a phase completion
+//! wakes every waiter whose parity now passes `barriers.mbarrier_latency` cycles later.
+
+use crate::engine::error::Fault;
+use crate::engine::hooks::Hook;
+use crate::engine::schedule::Outcome;
+use crate::engine::Engine;
+use crate::observe::sanitizer::Finding;
+use crate::observe::warp_state::State;
+use isa::expr::Code;
+use isa::program::BarRef;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MBarrier {
@@ -83,6 +96,121 @@ impl MBarrier {
             true
         } else {
             false
+        }
+    }
+}
+
+impl Engine<'_> {
+    /// `mbarrier.try_wait.parity`: ready when the phase of that parity has completed; otherwise
+    /// the warp waits on the barrier.
+    pub(crate) fn mbarrier_wait_outcome(
+        &mut self,
+        w: u32,
+        bar: &BarRef,
+        parity: &Code,
+    ) -> Result<Outcome, Fault> {
+        let b = self.bar_index(w, bar)?;
+        let parity = self.eval(w, parity)? as u32;
+        let cta = &mut self.ctas[self.warps[w as usize].cta as usize];
+        if cta.mbars[b as usize].passes(parity) {
+            return Ok(Outcome::Ready);
+        }
+        let list = &mut cta.mbar_waiters[b as usize];
+        if !list.contains(&(w, parity)) {
+            list.push((w, parity));
+        }
+        self.warps[w as usize].waiting_on = bar.array;
+        Ok(Outcome::Blocked(State::MbarrierWait))
+    }
+
+    pub(crate) fn issue_arrive(&mut self, w: u32, bar: &BarRef, count: u32) -> Result<(), Fault> {
+        let b = self.bar_index(w, bar)?;
+        self.arrive(w, b, count)
+    }
+
+    /// `mbarrier.arrive.expect_tx`: the expect-tx first, then one arrival.
+    pub(crate) fn issue_arrive_expect_tx(
+        &mut self,
+        w: u32,
+        bar: &BarRef,
+        bytes: &Code,
+    ) -> Result<(), Fault> {
+        let b = self.bar_index(w, bar)?;
+        self.expect_tx(w, b, bytes)?;
+        self.arrive(w, b, 1)
+    }
+
+    pub(crate) fn issue_expect_tx(
+        &mut self,
+        w: u32,
+        bar: &BarRef,
+        bytes: &Code,
+    ) -> Result<(), Fault> {
+        let b = self.bar_index(w, bar)?;
+        self.expect_tx(w, b, bytes)
+    }
+
+    fn expect_tx(&mut self, w: u32, bar: u32, bytes: &Code) -> Result<(), Fault> {
+        let bytes = self.tx_bytes(w, bytes)?;
+        let cta = self.warps[w as usize].cta;
+        if self.ctas[cta as usize].mbars[bar as usize].expect_tx(bytes) {
+            self.phase_completed(cta, bar);
+        }
+        Ok(())
+    }
+
+    fn arrive(&mut self, w: u32, bar: u32, count: u32) -> Result<(), Fault> {
+        let cta = self.warps[w as usize].cta;
+        let m = &mut self.ctas[cta as usize].mbars[bar as usize];
+        let completed = m.arrive(count).map_err(|error| Fault::MBarrier {
+            name: self.names.mbarrier(bar),
+            error,
+        })?;
+        if completed {
+            self.phase_completed(cta, bar);
+            return Ok(());
+        }
+        let m = &self.ctas[cta as usize].mbars[bar as usize];
+        Ok(self.emit(Hook::MbarrierUpdated {
+            cta,
+            bar,
+            pending_arrivals: m.pending_arrivals(),
+            pending_tx: m.pending_tx(),
+        })?)
+    }
+
+    /// Complete-tx of `bytes` landed by a TMA load; a finding is the load's.
+    pub(crate) fn complete_tx(&mut self, cta: u32, bar: u32, bytes: u64) -> Result<(), Finding> {
+        let m = &mut self.ctas[cta as usize].mbars[bar as usize];
+        if m.complete_tx(bytes) {
+            self.phase_completed(cta, bar);
+            return Ok(());
+        }
+        let (pending_arrivals, pending_tx) = (m.pending_arrivals(), m.pending_tx());
+        self.emit(Hook::MbarrierUpdated {
+            cta,
+            bar,
+            pending_arrivals,
+            pending_tx,
+        })
+    }
+
+    /// The barrier's phase completed: wake every waiter whose parity now passes.
+    fn phase_completed(&mut self, cta: u32, bar: u32) {
+        self.record(Hook::PhaseCompleted { cta, bar });
+        let t = self.now + self.p.barriers.mbarrier_latency;
+        let c = &mut self.ctas[cta as usize];
+        let m = &c.mbars[bar as usize];
+        let mut released = Vec::new();
+        c.mbar_waiters[bar as usize].retain(|&(w, parity)| {
+            let ok = m.passes(parity);
+            if ok {
+                released.push(w);
+            }
+            !ok
+        });
+        for w in released {
+            self.wake_at(w, t);
         }
     }
 }

@@ -1,6 +1,17 @@
 //! Named barriers (PTX `bar.sync` / `bar.arrive`): 16 per CTA. Arrival is per warp (32 threads);
 //! the barrier completes when the thread count given by the arrivals is reached, releases its
 //! waiters and resets at once.
+//!
+//! `bar.sync` and `bar.arrive` are issued here: `bar.sync` holds its warp until the barrier
+//! completes; every participant, the last arriver too, resumes `barriers.named_latency` cycles
+//! after the completing arrival.
+
+use crate::engine::error::Fault;
+use crate::engine::event::Event;
+use crate::engine::hooks::Hook;
+use crate::engine::Engine;
+use crate::observe::warp_state::State;
+use isa::expr::Code;
 
 #[derive(Clone, Debug, Default)]
 pub struct NamedBarrier {
@@ -52,6 +63,44 @@ impl NamedBarrier {
     }
     pub fn waiters(&self) -> &[u32] {
         &self.waiters
+    }
+}
+
+impl Engine<'_> {
+    /// `bar.sync` (`wait`) or `bar.arrive` on the barrier whose id `id` evaluates to.
+    pub(crate) fn issue_bar(
+        &mut self,
+        w: u32,
+        id: &Code,
+        threads: u32,
+        wait: bool,
+    ) -> Result<(), Fault> {
+        let v = self.eval(w, id)?;
+        let count = self.p.barriers.named;
+        if v < 0 || v >= count as i64 {
+            return Err(Fault::NamedBarrierId { id: v, count });
+        }
+        let id = v as usize;
+        let cta = self.warps[w as usize].cta;
+        let released = self.ctas[cta as usize].named[id]
+            .arrive(threads, wait.then_some(w))
+            .map_err(|error| Fault::NamedBarrier { id, error })?;
+        if wait {
+            let warp = &mut self.warps[w as usize];
+            warp.hold = Some(State::NamedBarrier);
+            warp.hold_pc = warp.pc;
+        }
+        if let Some(mut waiters) = released {
+            if wait {
+                waiters.push(w);
+            }
+            let t = self.now + self.p.barriers.named_latency;
+            self.record(Hook::NamedBarrierReleased { cta, id, threads });
+            for waiter in waiters {
+                self.q.push(t, Event::Release(waiter));
+            }
+        }
+        Ok(())
     }
 }
 

@@ -1,6 +1,14 @@
 //! The register file as a per-CTA pool (PTX `setmaxnreg`): a CTA is allocated its launch
 //! registers; `setmaxnreg.dec` returns a warp's surplus to the pool, `.inc` takes from it and
 //! blocks while the pool is short. Registers are allocated per warp in units of `alloc_unit`.
+//!
+//! `setmaxnreg` is issued here: `.inc` waits (blocked) while the pool is short; `.dec` returns
+//! registers and wakes every warp blocked in `.inc`.
+
+use crate::engine::error::Fault;
+use crate::engine::schedule::Outcome;
+use crate::engine::Engine;
+use crate::observe::warp_state::State;
 
 #[derive(Clone, Debug)]
 pub struct RegPool {
@@ -40,6 +48,45 @@ impl RegPool {
 
     pub fn free(&self) -> u32 {
         self.free
+    }
+}
+
+impl Engine<'_> {
+    /// `setmaxnreg.inc`: ready when the CTA's pool can supply the increase.
+    pub(crate) fn setmaxnreg_inc_outcome(&mut self, w: u32, regs: u32) -> Outcome {
+        let warp = &self.warps[w as usize];
+        let cta = &mut self.ctas[warp.cta as usize];
+        if cta.pool.can_resize(warp.regs, regs) {
+            return Outcome::Ready;
+        }
+        if !cta.reg_waiters.contains(&w) {
+            cta.reg_waiters.push(w);
+        }
+        Outcome::Blocked(State::Setmaxnreg)
+    }
+
+    pub(crate) fn issue_setmaxnreg(&mut self, w: u32, inc: bool, regs: u32) -> Result<(), Fault> {
+        let warp = &self.warps[w as usize];
+        let from = warp.regs;
+        if inc && from > regs || !inc && from < regs {
+            return Err(Fault::SetMaxNRegDirection {
+                dir: if inc { "inc" } else { "dec" },
+                regs,
+                from,
+            });
+        }
+        let cta = warp.cta as usize;
+        if !self.ctas[cta].pool.resize(from, regs) {
+            return Err(Fault::RegPool(regs));
+        }
+        self.warps[w as usize].regs = regs;
+        if !inc {
+            // Freed registers may satisfy warps blocked in setmaxnreg.inc.
+            for waiter in std::mem::take(&mut self.ctas[cta].reg_waiters) {
+                self.wake_at(waiter, self.now);
+            }
+        }
+        Ok(())
     }
 }
 

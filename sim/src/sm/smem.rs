@@ -6,6 +6,17 @@
 //! than 4 bytes are split so each phase moves at most one port width (128 B): 8-byte accesses in
 //! two half-warp phases, 16-byte accesses in four quarter-warp phases. The wavefronts of a phase
 //! are the largest number of distinct words any one bank must deliver.
+//!
+//! The SM's shared-memory port moves one wavefront per cycle for every user: ld/st.shared
+//! (issued here), HGMMA operand reads, TMA writes and reads, cp.async writes. An ld/st.shared
+//! waits (`mio_throttle`) while the port's backlog is longer than `smem.queue_cycles`.
+
+use crate::engine::error::Fault;
+use crate::engine::schedule::{Outcome, Pending};
+use crate::engine::Engine;
+use crate::observe::warp_state::State;
+use isa::expr::Code;
+use isa::program::SlotRef;
 
 /// Wavefronts for one warp access: `addrs` are the lanes' byte addresses, `width` the bytes each
 /// lane moves (1, 2, 4, 8 or 16).
@@ -32,6 +43,48 @@ pub fn wavefronts(addrs: &[u64], width: u32, banks: u32, bank_bytes: u32) -> u32
         total += per_bank.into_iter().max().unwrap_or(0).max(1);
     }
     total
+}
+
+impl Engine<'_> {
+    /// A store waits for the registers it writes out; every access waits for room in the
+    /// port's queue.
+    pub(crate) fn shared_outcome(&self, w: u32, store: bool, at: Pending) -> Outcome {
+        let port_free = self.sms[self.warps[w as usize].sm as usize]
+            .port
+            .next_free();
+        let queue = self.p.smem.queue_cycles;
+        match at.scoreboard {
+            Some(stall) if store => stall,
+            _ if port_free > self.now + queue => {
+                Outcome::StallUntil(State::MioThrottle, port_free - queue)
+            }
+            _ => Outcome::Ready,
+        }
+    }
+
+    /// ld/st.shared: the lanes' addresses decide the wavefronts booked on the port; a load's
+    /// result is ready `smem.latency` cycles after its last wavefront.
+    pub(crate) fn issue_shared(
+        &mut self,
+        w: u32,
+        store: bool,
+        s: &SlotRef,
+        addr: &Code,
+        width: u32,
+    ) -> Result<(), Fault> {
+        let base = self.slot_base(w, s)?;
+        let limit = self.k.buffers[s.buf as usize].slot_bytes;
+        let addrs = self.lane_addrs(w, addr, base, limit, width, "the slot")?;
+        let wf = wavefronts(&addrs, width, self.p.smem.banks, self.p.smem.bank_bytes);
+        let sm = self.warps[w as usize].sm as usize;
+        let (_, end) = self.sms[sm].port.book(self.now, wf as u64);
+        self.book_horizon(end);
+        if !store {
+            let ready = end + self.p.smem.latency;
+            self.warps[w as usize].scoreboard(ready, State::ShortScoreboard);
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

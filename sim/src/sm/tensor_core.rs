@@ -5,8 +5,21 @@
 //! shared-memory port it shares with every other user. The pipe is held for the longer of the two,
 //! which gives back-to-back SS wgmma a busy fraction of `min(1, 0.5N / (16 + 0.25N))` on H100.
 //! HGMMAs queue FIFO across the SM's warpgroups.
+//!
+//! The wgmma instruction family (`wgmma.fence`, `wgmma.mma_async`, `commit_group`,
+//! `wait_group`) is issued here too: a warpgroup's HGMMA is submitted once all four of its warps
+//! have issued it, and `wait_group(n)` blocks until all but the `n` newest committed groups of the
+//! warp have completed.
 
+use crate::engine::error::Fault;
+use crate::engine::event::Event;
+use crate::engine::hooks::Hook;
+use crate::engine::schedule::Outcome;
 use crate::engine::server::Server;
+use crate::engine::Engine;
+use crate::observe::warp_state::State;
+use isa::expr::Code;
+use isa::program::SlotRef;
 use std::collections::VecDeque;
 
 /// One HGMMA waiting for or running on the pipe.
@@ -85,6 +98,132 @@ impl TensorPipe {
     }
     pub fn flops(&self) -> u64 {
         self.flops
+    }
+}
+
+/// The operands of one wgmma as the engine resolved them.
+pub(crate) struct WgmmaOperands<'k> {
+    pub n: u32,
+    pub ksteps: u32,
+    pub a: Option<&'k SlotRef>,
+    pub b: &'k SlotRef,
+    pub acc: u16,
+}
+
+impl Engine<'_> {
+    /// `wgmma.wait_group(n)`: ready when at most `n` of the warp's committed groups are
+    /// pending; otherwise the warp waits for the HGMMA count that closes the group it needs.
+    pub(crate) fn wgmma_wait_outcome(&mut self, w: u32, n: &Code) -> Result<Outcome, Fault> {
+        let n = self.eval(w, n)?.max(0) as usize;
+        let warp = &mut self.warps[w as usize];
+        let done = self.wgs[warp.wg as usize].completed;
+        while warp.wgmma_groups.front().is_some_and(|&end| end <= done) {
+            warp.wgmma_groups.pop_front();
+        }
+        let pending = warp.wgmma_groups.len();
+        if pending <= n {
+            return Ok(Outcome::Ready);
+        }
+        let target = warp.wgmma_groups[pending - n - 1];
+        let list = &mut self.wgs[warp.wg as usize].waiters;
+        if !list.contains(&(w, target)) {
+            list.push((w, target));
+        }
+        Ok(Outcome::Blocked(State::WgmmaWait))
+    }
+
+    /// Issues one HGMMA of a wgmma; returns whether the wgmma's last k-step has issued.
+    pub(crate) fn issue_wgmma(&mut self, w: u32, op: WgmmaOperands) -> Result<bool, Fault> {
+        let reads = [
+            match op.a {
+                Some(a) => self.slot_index(w, a)?,
+                None => NO_SLOT,
+            },
+            self.slot_index(w, op.b)?,
+        ];
+        self.emit(Hook::WgmmaIssued {
+            warp: w,
+            reads,
+            acc: op.acc,
+        })?;
+        let warp = &mut self.warps[w as usize];
+        if warp.progress == 0 {
+            warp.progress = op.ksteps;
+        }
+        warp.progress -= 1;
+        let last = warp.progress == 0;
+        warp.hgmma_issued += 1;
+        let (wg, sm) = (warp.wg as usize, warp.sm);
+        let ready = self.wgs[wg]
+            .warps
+            .iter()
+            .map(|&m| self.warps[m as usize].hgmma_issued)
+            .min()
+            .unwrap_or(0);
+        // The HGMMA starts once all four warps of the warpgroup have issued it.
+        while self.wgs[wg].submitted < ready {
+            self.wgs[wg].submitted += 1;
+            self.record(Hook::HgmmaSubmitted { reads });
+            self.sms[sm as usize].tensor.submit(Hgmma {
+                warpgroup: wg as u32,
+                n: op.n,
+                a_smem: op.a.is_some(),
+                reads,
+            });
+        }
+        if self.sms[sm as usize].tensor.is_idle() {
+            self.start_tensor(sm);
+        }
+        Ok(last)
+    }
+
+    /// `wgmma.commit_group`: the warp's HGMMAs so far close a group.
+    pub(crate) fn issue_wgmma_commit(&mut self, w: u32) {
+        let warp = &mut self.warps[w as usize];
+        warp.wgmma_groups.push_back(warp.hgmma_issued);
+    }
+
+    /// Starts the SM's next queued HGMMA if its tensor pipe is idle.
+    pub(crate) fn start_tensor(&mut self, sm: u32) {
+        let bpc = self.p.smem.bytes_per_cycle();
+        let unit = &mut self.sms[sm as usize];
+        if let Some(end) =
+            unit.tensor
+                .start_next(self.now, self.p.tensor.flops_per_cycle, &mut unit.port, bpc)
+        {
+            self.book_horizon(end);
+            self.q.push(end, Event::TensorDone(sm));
+        }
+    }
+
+    pub(crate) fn on_tensor_done(&mut self, sm: u32) {
+        if let Some(h) = self.sms[sm as usize].tensor.finish() {
+            let t = self.now + self.p.tensor.extra_latency;
+            self.q.push(t, Event::HgmmaComplete(h));
+        }
+        self.start_tensor(sm);
+    }
+
+    /// An HGMMA's results are visible: wake the warpgroup's warps whose wait_group it ends.
+    pub(crate) fn on_hgmma_complete(&mut self, h: Hgmma) {
+        self.record(Hook::HgmmaCompleted {
+            warpgroup: h.warpgroup,
+            reads: h.reads,
+        });
+        let g = &mut self.wgs[h.warpgroup as usize];
+        g.completed += 1;
+        let done = g.completed;
+        let mut released = Vec::new();
+        g.waiters.retain(|&(w, target)| {
+            let ok = done >= target;
+            if ok {
+                released.push(w);
+            }
+            !ok
+        });
+        for w in released {
+            self.wake_at(w, self.now);
+        }
     }
 }
 

@@ -2,6 +2,22 @@
 //! at given element coordinates covers. Elements outside the tensor are zero-filled by the TMA
 //! unit (they still count as transaction bytes) and cause no memory traffic, so spans are clipped
 //! to the tensor.
+//!
+//! `cp.async.bulk.tensor` loads and stores are issued here. A load books the SM's TMA issue
+//! unit, waits `tma.extra_latency`, reads its spans from the memory system in chunks of
+//! `tma.chunk_bytes`, and each chunk then passes three events: back from L2 → through the SM's
+//! port (`TmaChunk`) → into shared memory (`TmaWrite`) → complete-tx on the mbarrier, for the
+//! last chunk (`TxComplete`). Booking the ports at the chunk's events keeps their bookings in
+//! time order. A store reads the slot through the shared-memory port, then writes its spans.
+
+use crate::engine::error::Fault;
+use crate::engine::event::{Chunk, Event, TmaDone};
+use crate::engine::hooks::Hook;
+use crate::engine::schedule::Outcome;
+use crate::engine::Engine;
+use crate::observe::warp_state::State;
+use isa::expr::Code;
+use isa::program::{BarRef, SlotRef};
 
 /// Byte spans `(offset from the tensor's base, bytes)` of a box of extent `boxdims` at element
 /// `coords` in a row-major tensor of extent `shape` with `elem`-byte elements, outermost first.
@@ -47,6 +63,171 @@ pub fn box_spans(shape: &[u64], elem: u64, coords: &[i64], boxdims: &[u64]) -> V
                 break;
             }
             idx[d] = 0;
+        }
+    }
+}
+
+/// The operands of a TMA load or store.
+pub(crate) struct TmaOperands<'k> {
+    pub tensor: u16,
+    pub coords: &'k [Code],
+    pub slot: &'k SlotRef,
+    /// Transaction bytes of the box (its full extent, zero fill included).
+    pub bytes: u64,
+}
+
+impl Engine<'_> {
+    /// Both directions wait for the SM's TMA issue unit.
+    pub(crate) fn tma_outcome(&self, w: u32) -> Outcome {
+        let free = self.sms[self.warps[w as usize].sm as usize]
+            .tma_issue
+            .next_free();
+        if free > self.now {
+            Outcome::StallUntil(State::MioThrottle, free)
+        } else {
+            Outcome::Ready
+        }
+    }
+
+    /// The global-memory spans (absolute addresses) of the TMA box of buffer `buf` at `coords`.
+    fn tma_spans(&self, w: u32, op: &TmaOperands) -> Result<Vec<(u64, u64)>, Fault> {
+        let t = &self.k.tensors[op.tensor as usize];
+        let c = op
+            .coords
+            .iter()
+            .map(|c| self.eval(w, c))
+            .collect::<Result<Vec<i64>, Fault>>()?;
+        let base = self.tensor_base[op.tensor as usize];
+        let boxdims = &self.k.buffers[op.slot.buf as usize].shape;
+        Ok(box_spans(&t.shape, t.dtype.bytes(), &c, boxdims)
+            .into_iter()
+            .map(|(off, len)| (base + off, len))
+            .collect())
+    }
+
+    pub(crate) fn issue_tma_load(
+        &mut self,
+        w: u32,
+        op: TmaOperands,
+        bar: &BarRef,
+    ) -> Result<(), Fault> {
+        let now = self.now;
+        self.slot_base(w, op.slot)?;
+        let b = self.bar_index(w, bar)?;
+        let spans = self.tma_spans(w, &op)?;
+        let (sm, cta) = (self.warps[w as usize].sm, self.warps[w as usize].cta);
+        let slot = self.slot_index(w, op.slot)?;
+        self.emit(Hook::TmaLoadIssued { slot })?;
+        let (start, _) = self.sms[sm as usize]
+            .tma_issue
+            .book(now, self.p.tma.issue_cycles);
+        let at = start + self.p.tma.extra_latency;
+        // Group the box's spans into chunks that stream back independently.
+        let chunk_bytes = self.p.tma.chunk_bytes;
+        let mut chunks: Vec<(u64, u64)> = Vec::new();
+        let (mut ready, mut size) = (at, 0u64);
+        for (addr, len) in spans {
+            let mut off = 0;
+            while off < len {
+                let piece = (len - off).min(chunk_bytes - size);
+                ready = ready.max(self.mem.read(sm, at, addr + off, piece, &mut self.rng));
+                size += piece;
+                off += piece;
+                if size == chunk_bytes {
+                    chunks.push((ready, size));
+                    (ready, size) = (at, 0);
+                }
+            }
+        }
+        if size > 0 {
+            chunks.push((ready, size));
+        }
+        let last = chunks.iter().map(|c| c.0).max().unwrap_or(at);
+        let done = TmaDone {
+            bytes: op.bytes,
+            slot,
+            warp: w,
+            pc: self.warps[w as usize].pc,
+        };
+        match chunks.len() {
+            // Entirely outside the tensor: zero fill, no traffic.
+            0 => self.q.push(at, Event::TxComplete { cta, bar: b, done }),
+            n => {
+                for (i, (t, size)) in chunks.into_iter().enumerate() {
+                    let ev = Event::TmaChunk(Chunk {
+                        sm,
+                        cta,
+                        bar: b,
+                        bytes: size,
+                        complete: (i + 1 == n).then_some(done),
+                    });
+                    // The last chunk completes the box, so it must arrive last.
+                    self.q.push(if i + 1 == n { last } else { t }, ev);
+                }
+            }
+        }
+        self.book_horizon(last);
+        // Cycles with at least one load in flight (loads are issued in time order).
+        let unit = &mut self.sms[sm as usize];
+        unit.tma_busy += last.saturating_sub(now.max(unit.tma_covered_until));
+        unit.tma_covered_until = unit.tma_covered_until.max(last);
+        Ok(())
+    }
+
+    pub(crate) fn issue_tma_store(&mut self, w: u32, op: TmaOperands) -> Result<(), Fault> {
+        self.slot_base(w, op.slot)?;
+        let spans = self.tma_spans(w, &op)?;
+        let sm = self.warps[w as usize].sm;
+        let unit = &mut self.sms[sm as usize];
+        let (start, _) = unit.tma_issue.book(self.now, self.p.tma.issue_cycles);
+        let (_, read_end) = unit
+            .port
+            .book(start, op.bytes.div_ceil(self.p.smem.bytes_per_cycle()));
+        let traffic: u64 = spans.iter().map(|s| s.1).sum();
+        let sent = self.mem.port(sm, read_end, traffic);
+        let mut done = sent;
+        for (addr, len) in spans {
+            done = done.max(self.mem.write(sm, sent, addr, len, &mut self.rng));
+        }
+        self.book_horizon(done);
+        self.warps[w as usize].stores.add(done);
+        Ok(())
+    }
+
+    /// A chunk is back from L2: it passes the SM's port next.
+    pub(crate) fn on_tma_chunk(&mut self, c: Chunk) {
+        let arrived = self.mem.port(c.sm, self.now, c.bytes);
+        self.q.push(arrived, Event::TmaWrite(c));
+    }
+
+    /// A chunk passed the SM's port: write it into shared memory.
+    pub(crate) fn on_tma_write(&mut self, c: Chunk) {
+        let cycles = c.bytes.div_ceil(self.p.smem.bytes_per_cycle());
+        let (_, end) = self.sms[c.sm as usize].port.book(self.now, cycles);
+        self.book_horizon(end);
+        if let Some(done) = c.complete {
+            self.q.push(
+                end,
+                Event::TxComplete {
+                    cta: c.cta,
+                    bar: c.bar,
+                    done,
+                },
+            );
+        }
+    }
+
+    /// The whole box is in shared memory: its slot is filled and its bytes complete-tx on the
+    /// mbarrier; a finding there is the issuing warp's.
+    pub(crate) fn on_tx_complete(&mut self, cta: u32, bar: u32, done: TmaDone) {
+        self.record(Hook::TmaLoadLanded {
+            cta,
+            slot: done.slot,
+            bar,
+            bytes: done.bytes,
+        });
+        if let Err(finding) = self.complete_tx(cta, bar, done.bytes) {
+            self.hazard_at((done.warp, done.pc), cta, finding);
         }
     }
 }

@@ -1,0 +1,81 @@
+//! The deadlock report: with no event pending, every live warp and why it cannot move.
+
+use super::{Engine, SimError};
+use crate::observe::warp_state::State;
+
+impl Engine<'_> {
+    pub(crate) fn deadlock(&self) -> SimError {
+        let mut blocked = Vec::new();
+        for (id, w) in self.warps.iter().enumerate() {
+            if w.acct.exited().is_some() {
+                continue;
+            }
+            let id = id as u32;
+            let role = &self.k.roles[w.role as usize];
+            let cta = &self.ctas[w.cta as usize];
+            let pc = if w.hold.is_some() { w.hold_pc } else { w.pc };
+            let path = role.paths.get(pc as usize).cloned().unwrap_or_default();
+            let why = match w.acct.state() {
+                State::MbarrierWait => cta
+                    .mbar_waiters
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(b, ws)| ws.iter().filter(|&&(x, _)| x == id).map(move |&(_, p)| (b, p)))
+                    .map(|(b, parity)| {
+                        let m = &cta.mbars[b];
+                        let tx = match m.pending_tx() {
+                            t if t < 0 => format!("{} tx bytes more than expected", -t),
+                            t => format!("{t} tx bytes missing"),
+                        };
+                        format!(
+                            "waits on mbarrier {} for the phase of parity {parity}; it is in phase {} with {} arrivals and {tx}",
+                            self.names.mbarrier(b as u32),
+                            m.phase(),
+                            m.pending_arrivals(),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                State::NamedBarrier => cta
+                    .named
+                    .iter()
+                    .enumerate()
+                    .find(|(_, b)| b.waiters().contains(&id))
+                    .map(|(i, b)| {
+                        format!(
+                            "waits at named barrier {i}: {} of {} threads arrived",
+                            b.arrived(),
+                            b.expected()
+                        )
+                    })
+                    .unwrap_or_default(),
+                State::WgmmaWait => format!(
+                    "waits for wgmma groups ({} pending)",
+                    w.wgmma_groups.len()
+                ),
+                State::Setmaxnreg => format!(
+                    "waits in setmaxnreg.inc for registers ({} free in the CTA pool)",
+                    cta.pool.free()
+                ),
+                s => format!("in state {}", s.name()),
+            };
+            blocked.push(format!(
+                "  CTA {} warp {} at {path}: {why}",
+                cta.block,
+                self.warp_name(w)
+            ));
+        }
+        let warps = blocked.len();
+        if self.next_block < self.k.grid {
+            blocked.push(format!(
+                "  {} CTAs never launched",
+                self.k.grid - self.next_block
+            ));
+        }
+        SimError::Deadlock {
+            cycle: self.now,
+            warps,
+            blocked,
+        }
+    }
+}

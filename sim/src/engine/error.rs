@@ -1,0 +1,106 @@
+//! Why a run stops early: [`SimError`] for the caller, and the typed faults an instruction
+//! raises while it is evaluated or issued ([`Fault`]), which the engine turns into a
+//! [`SimError`] with the cycle, CTA, warp and instruction path.
+
+use crate::observe::sanitizer::Finding;
+use crate::sm::mbarrier::MBarrierError;
+use crate::sm::named_barrier::NamedBarrierError;
+use isa::expr::EvalError;
+
+/// Why a run stopped without finishing.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SimError {
+    #[error("cycle {cycle}: CTA {cta}, warp {warp}: {message}\n  = in {path}")]
+    Runtime {
+        cycle: u64,
+        cta: u32,
+        warp: String,
+        path: String,
+        message: String,
+    },
+    #[error("deadlock at cycle {cycle}: no event is pending and {warps} warps cannot proceed:\n{}", blocked.join("\n"))]
+    Deadlock {
+        cycle: u64,
+        warps: usize,
+        blocked: Vec<String>,
+    },
+    #[error("hazard at cycle {cycle}, SM {sm}, CTA {cta}, warp {warp}: {message}\n  = in {path}")]
+    Hazard {
+        cycle: u64,
+        sm: u32,
+        cta: u32,
+        warp: String,
+        path: String,
+        message: String,
+    },
+    #[error("the run passed the cycle limit ({limit} cycles; raise it with --max-cycles)")]
+    CycleLimit { limit: u64 },
+}
+
+/// What stops a warp's instruction: a run-time error of the program, or a sanitizer finding.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Fault {
+    #[error("expression cannot be evaluated: {0}")]
+    Eval(EvalError),
+    #[error("loop count: {0}")]
+    LoopCount(EvalError),
+    #[error("condition: {0}")]
+    Condition(EvalError),
+    #[error("let: {0}")]
+    Let(EvalError),
+    #[error("loop trip count {count} exceeds the limit {limit}")]
+    TripCount { count: i64, limit: i64 },
+    #[error(
+        "{steps} control-flow steps without an instruction (an empty loop with a huge trip count?)"
+    )]
+    ControlSteps { steps: u32 },
+    /// An index outside a declared array (mbarrier, slot), as the program types word it.
+    #[error("{0}")]
+    Index(String),
+    #[error("lane {lane} accesses bytes {start}..{end}, outside {what} ({limit} bytes)")]
+    LaneOutOfRange {
+        lane: i64,
+        start: i64,
+        end: i64,
+        what: &'static str,
+        limit: u64,
+    },
+    #[error("{pipe} count {count} exceeds {max} warp-instructions per instruction")]
+    MacroCount {
+        pipe: &'static str,
+        count: i64,
+        max: i64,
+    },
+    #[error("transaction byte count {0} is outside 0..2^20")]
+    TxBytes(i64),
+    #[error("mbarrier {name}: {error}")]
+    MBarrier { name: String, error: MBarrierError },
+    #[error("named barrier id {id} is out of range 0..{count}")]
+    NamedBarrierId { id: i64, count: u32 },
+    #[error("named barrier {id}: {error}")]
+    NamedBarrier { id: usize, error: NamedBarrierError },
+    #[error("setmaxnreg.{dir} {regs} with {from} registers per thread (.inc needs current <= target, .dec current >= target)")]
+    SetMaxNRegDirection {
+        dir: &'static str,
+        regs: u32,
+        from: u32,
+    },
+    #[error("setmaxnreg.inc {0}: the CTA's register pool cannot supply it")]
+    RegPool(u32),
+    #[error("atomic counter overflow")]
+    CounterOverflow,
+    #[error("{0}")]
+    Hazard(Finding),
+}
+
+impl From<EvalError> for Fault {
+    fn from(e: EvalError) -> Self {
+        Fault::Eval(e)
+    }
+}
+
+impl From<Finding> for Fault {
+    fn from(f: Finding) -> Self {
+        Fault::Hazard(f)
+    }
+}

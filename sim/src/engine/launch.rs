@@ -1,0 +1,149 @@
+//! CTA launch and retirement: a CTA's warps, warpgroups, barriers and register pool are
+//! created when the CTA scheduler (`crate::gpu::cta_scheduler`) places it on an SM, and its
+//! slot is freed when its last warp exits.
+
+use super::state::{Cta, Warp, WarpGroup};
+use super::Engine;
+use crate::gpu::cta_scheduler::least_loaded_sm;
+use crate::observe::trace::WarpInfo;
+use crate::observe::warp_state::{Accounting, State};
+use crate::sm::async_groups::AsyncGroups;
+use crate::sm::mbarrier::MBarrier;
+use crate::sm::named_barrier::NamedBarrier;
+use crate::sm::regfile::RegPool;
+use isa::program::{slot, WARPS_PER_WARPGROUP};
+use std::collections::VecDeque;
+
+impl Engine<'_> {
+    /// Dispatches CTAs in block-id order, each to the SM with room that holds the fewest
+    /// (lowest id on a tie): the first wave spreads over all SMs, later CTAs refill as CTAs retire.
+    pub(crate) fn launch_ctas(&mut self) {
+        while self.next_block < self.k.grid {
+            let Some(sm) = least_loaded_sm(self.sms.iter().map(|s| s.resident), self.occ.ctas)
+            else {
+                return;
+            };
+            let block = self.next_block;
+            self.next_block += 1;
+            self.sms[sm].resident += 1;
+            self.sms[sm].launched += 1;
+            self.launch_cta(sm as u32, block);
+        }
+    }
+
+    fn launch_cta(&mut self, sm: u32, block: u32) {
+        let k = self.k;
+        let cta_idx = self.ctas.len() as u32;
+        let mut mbars = Vec::new();
+        for m in &k.mbarriers {
+            for _ in 0..m.count {
+                mbars.push(MBarrier::new(m.arrivals));
+            }
+        }
+        self.ctas.push(Cta {
+            block,
+            sm,
+            mbar_waiters: vec![Vec::new(); mbars.len()],
+            mbars,
+            named: vec![NamedBarrier::default(); self.p.barriers.named as usize],
+            // The pool starts empty: every warp holds its launch allocation.
+            pool: RegPool::new(self.p.regs.alloc_unit),
+            reg_waiters: Vec::new(),
+            live_warps: k.warps_per_cta(),
+            atomics: vec![Vec::new(); k.counters.len()],
+        });
+        let mut warp_in_cta = 0u32;
+        for (r, role) in k.roles.iter().enumerate() {
+            for wg in 0..role.warpgroups {
+                let wg_idx = self.wgs.len() as u32;
+                let mut members = [0u32; WARPS_PER_WARPGROUP as usize];
+                for (w, member) in members.iter_mut().enumerate() {
+                    let partition =
+                        (sm * self.p.sm.partitions + warp_in_cta % self.p.sm.partitions) as usize;
+                    let part = &mut self.parts[partition];
+                    let Some(slot_idx) = part.slots.iter().position(Option::is_none) else {
+                        unreachable!("occupancy admits only CTAs whose warps fit the partitions")
+                    };
+                    let id = self.warps.len() as u32;
+                    part.slots[slot_idx] = Some(id);
+                    part.check |= 1 << slot_idx;
+                    self.active[partition / 64] |= 1 << (partition % 64);
+                    let mut env = vec![0i64; role.slots as usize];
+                    env[slot::WARP as usize] = w as i64;
+                    env[slot::WG as usize] = wg as i64;
+                    env[slot::WARP_ID as usize] = warp_in_cta as i64;
+                    env[slot::CTA as usize] = block as i64;
+                    env[slot::NUM_CTAS as usize] = k.grid as i64;
+                    self.warps.push(Warp {
+                        sm,
+                        cta: cta_idx,
+                        role: r as u16,
+                        wg: wg_idx,
+                        partition: partition as u32,
+                        slot: slot_idx as u8,
+                        pc: 0,
+                        env,
+                        acct: Accounting::new(self.now, State::NotSelected),
+                        progress: 0,
+                        reg_ready: 0,
+                        reg_kind: State::Wait,
+                        hgmma_issued: 0,
+                        wgmma_groups: VecDeque::new(),
+                        stores: AsyncGroups::default(),
+                        copies: AsyncGroups::default(),
+                        sync_until: 0,
+                        atomics: vec![0; k.counters.len()],
+                        regs: k.regs_per_thread,
+                        hold: None,
+                        hold_pc: 0,
+                        state_pc: 0,
+                        waiting_on: 0,
+                        mbar_wait: vec![0; k.mbarriers.len()],
+                        issued: 0,
+                    });
+                    if let Some(t) = &mut self.tracer {
+                        let name = format!("{}{wg}.w{w}", role.name);
+                        t.warp(
+                            id,
+                            WarpInfo {
+                                sm,
+                                name,
+                                cta: block,
+                            },
+                        );
+                    }
+                    *member = id;
+                    warp_in_cta += 1;
+                }
+                self.wgs.push(WarpGroup {
+                    warps: members,
+                    submitted: 0,
+
+                    completed: 0,
+                    waiters: Vec::new(),
+                });
+            }
+        }
+    }
+
+    pub(crate) fn retire_warp(&mut self, w: u32) {
+        let (old, since) = self.warps[w as usize].acct.exit(self.now);
+        self.close_interval(w, old, since);
+        let warp = &self.warps[w as usize];
+        let (p, s, cta) = (
+            warp.partition as usize,
+            warp.slot as usize,
+            warp.cta as usize,
+        );
+        let warp_sm = warp.sm as usize;
+        self.parts[p].slots[s] = None;
+        self.parts[p].eligible &= !(1 << s);
+        self.parts[p].check &= !(1 << s);
+        self.ctas[cta].live_warps -= 1;
+        if self.ctas[cta].live_warps == 0 {
+            self.sms[warp_sm].resident -= 1;
+            self.retired += 1;
+            self.launch_ctas();
+        }
+    }
+}

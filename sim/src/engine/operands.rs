@@ -1,0 +1,75 @@
+//! Operand evaluation shared by the instruction families: expressions over the warp's
+//! variables, mbarrier and slot references, per-lane addresses, transaction byte counts.
+
+use super::error::Fault;
+use super::Engine;
+use isa::expr::Code;
+use isa::program::{slot, BarRef, SlotRef, WARP_SIZE};
+
+impl Engine<'_> {
+    pub(crate) fn eval(&self, w: u32, code: &Code) -> Result<i64, Fault> {
+        Ok(code.eval(&self.warps[w as usize].env)?)
+    }
+
+    /// The flat (CTA-wide) index of an mbarrier reference.
+    pub(crate) fn bar_index(&self, w: u32, b: &BarRef) -> Result<u32, Fault> {
+        self.k.mbarriers[b.array as usize]
+            .flat(self.eval(w, &b.index)?)
+            .map_err(Fault::Index)
+    }
+
+    /// The byte offset of a slot in the CTA's shared memory.
+    pub(crate) fn slot_base(&self, w: u32, s: &SlotRef) -> Result<u64, Fault> {
+        // Every CTA's shared memory starts 128-byte aligned, so bank mapping needs no CTA base.
+        self.k.buffers[s.buf as usize]
+            .slot_offset(self.eval(w, &s.slot)?)
+            .map_err(Fault::Index)
+    }
+
+    /// The engine-wide index of a slot reference's slot.
+    pub(crate) fn slot_index(&self, w: u32, s: &SlotRef) -> Result<u32, Fault> {
+        let i = self.eval(w, &s.slot)?;
+        self.k.buffers[s.buf as usize]
+            .slot_offset(i)
+            .map_err(Fault::Index)?;
+        Ok(self.names.slot(self.warps[w as usize].cta, s.buf, i as u32))
+    }
+
+    /// The 32 lanes' addresses of a per-lane expression; each lane's `width` bytes must lie
+    /// inside `limit` bytes from `base`.
+    pub(crate) fn lane_addrs(
+        &mut self,
+        w: u32,
+        addr: &Code,
+        base: u64,
+        limit: u64,
+        width: u32,
+        what: &'static str,
+    ) -> Result<Vec<u64>, Fault> {
+        let mut out = Vec::with_capacity(WARP_SIZE as usize);
+        for lane in 0..WARP_SIZE as i64 {
+            self.warps[w as usize].env[slot::LANE as usize] = lane;
+            let a = self.eval(w, addr)?;
+            if a < 0 || a as u64 + width as u64 > limit {
+                return Err(Fault::LaneOutOfRange {
+                    lane,
+                    start: a,
+                    end: a + width as i64,
+                    what,
+                    limit,
+                });
+            }
+            out.push(base + a as u64);
+        }
+        self.warps[w as usize].env[slot::LANE as usize] = 0;
+        Ok(out)
+    }
+
+    pub(crate) fn tx_bytes(&self, w: u32, bytes: &Code) -> Result<u64, Fault> {
+        let b = self.eval(w, bytes)?;
+        if !(0..1 << 20).contains(&b) {
+            return Err(Fault::TxBytes(b));
+        }
+        Ok(b as u64)
+    }
+}

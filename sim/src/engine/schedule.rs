@@ -1,0 +1,384 @@
+//! Warp scheduling: each active partition evaluates its candidate warps (control flow runs for
+//! free up to the next issuing instruction), picks one eligible warp by the preset's policy
+//! (`sm.scheduler`: GTO or LRR) and issues it. Whether an instruction can issue and what issuing
+//! it does are dispatched to the instruction's family, beside its unit in `crate::sm`.
+
+use super::error::Fault;
+use super::Engine;
+use super::MAX_CONTROL_STEPS;
+use crate::gpu::preset::SchedulerPolicy;
+use crate::observe::warp_state::State;
+use crate::sm::async_groups::GroupKind;
+use crate::sm::tensor_core::WgmmaOperands;
+use crate::sm::tma::TmaOperands;
+use isa::program::{Inst, Op};
+
+/// What a warp's next instruction can do now.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Outcome {
+    Ready,
+    /// Cannot issue before `until` (scoreboard, busy pipe): stall in `State` until then.
+    StallUntil(State, u64),
+    /// Waits for another agent to release it (it registered itself as a waiter).
+    Blocked(State),
+    Exit,
+}
+
+/// Where the warp stands when its next instruction is checked.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pending {
+    /// The stall while an earlier result this instruction may read is not ready.
+    pub scoreboard: Option<Outcome>,
+    /// The instruction has not issued any of its warp-instructions yet.
+    pub starting: bool,
+}
+
+impl Pending {
+    /// Instructions that read registers wait for them before their first warp-instruction.
+    fn inputs_or_ready(self) -> Outcome {
+        match self.scoreboard {
+            Some(stall) if self.starting => stall,
+            _ => Outcome::Ready,
+        }
+    }
+}
+
+impl Engine<'_> {
+    pub(crate) fn tick(&mut self, p: usize) {
+        let cand = self.parts[p].check | self.parts[p].eligible;
+        self.parts[p].check = 0;
+        let mut bits = cand;
+        while bits != 0 {
+            let s = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let Some(w) = self.parts[p].slots[s] else {
+                continue;
+            };
+            let outcome = match self.evaluate(w) {
+                Ok(o) => o,
+                Err(msg) => {
+                    self.fail(w, msg);
+                    return;
+                }
+            };
+            let bit = 1u32 << s;
+            match outcome {
+                Outcome::Ready => {
+                    self.parts[p].eligible |= bit;
+                    self.set_state(w, State::NotSelected);
+                }
+                Outcome::StallUntil(state, until) => {
+                    self.parts[p].eligible &= !bit;
+                    self.set_state(w, state);
+                    self.wake_at(w, until);
+                }
+                Outcome::Blocked(state) => {
+                    self.parts[p].eligible &= !bit;
+                    self.set_state(w, state);
+                }
+                Outcome::Exit => self.retire_warp(w),
+            }
+        }
+        let Some(s) = self.pick(p) else {
+            return;
+        };
+        let Some(w) = self.parts[p].slots[s] else {
+            return;
+        };
+        let part = &mut self.parts[p];
+        part.eligible &= !(1 << s);
+        part.check |= 1 << s;
+        part.last = Some(s);
+        part.issued += 1;
+        self.set_state(w, State::Selected);
+        self.warps[w as usize].issued += 1;
+        if let Err(msg) = self.issue(w) {
+            self.fail(w, msg);
+        }
+    }
+
+    /// The scheduler's choice among eligible slots (see `SchedulerPolicy`).
+    fn pick(&self, p: usize) -> Option<usize> {
+        let part = &self.parts[p];
+        if part.eligible == 0 {
+            return None;
+        }
+        let slots = part.slots.len();
+        match self.p.sm.scheduler {
+            SchedulerPolicy::Gto => {
+                if let Some(last) = part.last {
+                    if part.eligible & (1 << last) != 0 {
+                        return Some(last);
+                    }
+                }
+                // Oldest: warp ids grow with launch order.
+                (0..slots)
+                    .filter(|s| part.eligible & (1 << s) != 0)
+                    .min_by_key(|&s| part.slots[s])
+            }
+            SchedulerPolicy::Lrr => {
+                let start = part.last.map_or(0, |l| l + 1);
+                (0..slots)
+                    .map(|i| (start + i) % slots)
+                    .find(|s| part.eligible & (1 << s) != 0)
+            }
+        }
+    }
+
+    fn set_state(&mut self, w: u32, s: State) {
+        let warp = &mut self.warps[w as usize];
+        if warp.acct.state() != s {
+            let (old, since) = warp.acct.set(self.now, s);
+            self.close_interval(w, old, since);
+            let warp = &mut self.warps[w as usize];
+            // A warp held at a named barrier has moved past the bar.sync that holds it.
+            warp.state_pc = if warp.hold.is_some() {
+                warp.hold_pc
+            } else {
+                warp.pc
+            };
+        }
+    }
+
+    // ---------------------------------------------------------------- instruction dispatch
+
+    /// Runs free control flow up to the next issuing instruction and says whether it can issue.
+    fn evaluate(&mut self, w: u32) -> Result<Outcome, Fault> {
+        if let Some(s) = self.warps[w as usize].hold {
+            return Ok(Outcome::Blocked(s));
+        }
+        let sync = self.warps[w as usize].sync_until;
+        if sync > self.now {
+            return Ok(Outcome::StallUntil(State::LongScoreboard, sync));
+        }
+        let code = &self.k.roles[self.warps[w as usize].role as usize].code;
+        let mut steps = 0u32;
+        loop {
+            let pc = self.warps[w as usize].pc as usize;
+            let Some(op) = code.get(pc) else {
+                return Ok(Outcome::Exit);
+            };
+            steps += 1;
+            if steps > MAX_CONTROL_STEPS {
+                return Err(Fault::ControlSteps {
+                    steps: MAX_CONTROL_STEPS,
+                });
+            }
+            let warp = &mut self.warps[w as usize];
+            match op {
+                Op::LoopStart {
+                    var,
+                    count_slot,
+                    count,
+                    exit,
+                } => {
+                    let n = count.eval(&warp.env).map_err(Fault::LoopCount)?;
+                    if n > isa::compile::MAX_TRIPS {
+                        return Err(Fault::TripCount {
+                            count: n,
+                            limit: isa::compile::MAX_TRIPS,
+                        });
+                    }
+                    warp.env[*var as usize] = 0;
+                    warp.env[*count_slot as usize] = n;
+                    warp.pc = if n > 0 { pc as u32 + 1 } else { *exit };
+                }
+                Op::LoopEnd {
+                    var,
+                    count_slot,
+                    body,
+                } => {
+                    warp.env[*var as usize] += 1;
+                    warp.pc = if warp.env[*var as usize] < warp.env[*count_slot as usize] {
+                        *body
+                    } else {
+                        pc as u32 + 1
+                    };
+                }
+                Op::BranchIfZero { cond, target } => {
+                    let c = cond.eval(&warp.env).map_err(Fault::Condition)?;
+                    warp.pc = if c == 0 { *target } else { pc as u32 + 1 };
+                }
+                Op::Jump { target } => warp.pc = *target,
+                Op::Set { slot, value } => {
+                    warp.env[*slot as usize] = value.eval(&warp.env).map_err(Fault::Let)?;
+                    warp.pc += 1;
+                }
+                Op::Issue(inst) => match self.can_issue(w, inst)? {
+                    Some(outcome) => return Ok(outcome),
+                    // An instruction with nothing to do (a zero count): skip it.
+                    None => self.warps[w as usize].pc += 1,
+                },
+            }
+        }
+    }
+
+    /// Whether `inst` can issue now; `None` when it has no work and is skipped.
+    fn can_issue(&mut self, w: u32, inst: &Inst) -> Result<Option<Outcome>, Fault> {
+        let warp = &self.warps[w as usize];
+        let at = Pending {
+            scoreboard: (warp.reg_ready > self.now)
+                .then_some(Outcome::StallUntil(warp.reg_kind, warp.reg_ready)),
+            starting: warp.progress == 0,
+        };
+        let outcome = match inst {
+            Inst::Compute { pipe, count, .. } => return self.compute_outcome(w, *pipe, count, at),
+            Inst::Wgmma { .. } | Inst::WgmmaFence => at.inputs_or_ready(),
+            Inst::WgmmaWait { n } => self.wgmma_wait_outcome(w, n)?,
+            Inst::Wait { bar, parity } => self.mbarrier_wait_outcome(w, bar, parity)?,
+            Inst::TmaLoad { .. } | Inst::TmaStore { .. } => self.tma_outcome(w),
+            Inst::TmaStoreWait { n } => self.group_wait_outcome(w, GroupKind::TmaStores, n)?,
+            Inst::CpAsyncWait { n } => self.group_wait_outcome(w, GroupKind::CpAsync, n)?,
+            Inst::SetMaxNReg { inc: true, regs } => self.setmaxnreg_inc_outcome(w, *regs),
+            Inst::Shared { store, .. } => self.shared_outcome(w, *store, at),
+            Inst::Global { store: true, .. } => at.scoreboard.unwrap_or(Outcome::Ready),
+            Inst::Global { store: false, .. }
+            | Inst::TmaStoreCommit
+            | Inst::CpAsyncCommit
+            | Inst::CpAsync { .. }
+            | Inst::AtomicAdd { .. }
+            | Inst::Arrive { .. }
+            | Inst::ArriveExpectTx { .. }
+            | Inst::ExpectTx { .. }
+            | Inst::WgmmaCommit
+            | Inst::BarSync { .. }
+            | Inst::BarArrive { .. }
+            | Inst::SetMaxNReg { inc: false, .. } => Outcome::Ready,
+        };
+        Ok(Some(outcome))
+    }
+
+    /// Executes the instruction at the warp's pc (already known to be issuable); the pc moves
+    /// on once its last warp-instruction has issued.
+    fn issue(&mut self, w: u32) -> Result<(), Fault> {
+        let k = self.k;
+        let warp = &self.warps[w as usize];
+        let Op::Issue(inst) = &k.roles[warp.role as usize].code[warp.pc as usize] else {
+            unreachable!("evaluate stops only at issuing ops")
+        };
+        let done = match inst {
+            Inst::Compute { pipe, count, acc } => self.issue_compute(w, *pipe, count, *acc)?,
+            Inst::Wgmma {
+                n,
+                ksteps,
+                a,
+                b,
+                acc,
+            } => self.issue_wgmma(
+                w,
+                WgmmaOperands {
+                    n: *n,
+                    ksteps: *ksteps,
+                    a: a.as_ref(),
+                    b,
+                    acc: *acc,
+                },
+            )?,
+            Inst::WgmmaFence | Inst::WgmmaWait { .. } | Inst::Wait { .. } => true,
+            Inst::TmaStoreWait { .. } | Inst::CpAsyncWait { .. } => true,
+            Inst::WgmmaCommit => {
+                self.issue_wgmma_commit(w);
+                true
+            }
+            Inst::Arrive { bar, count } => {
+                self.issue_arrive(w, bar, *count)?;
+                true
+            }
+            Inst::ArriveExpectTx { bar, bytes } => {
+                self.issue_arrive_expect_tx(w, bar, bytes)?;
+                true
+            }
+            Inst::ExpectTx { bar, bytes } => {
+                self.issue_expect_tx(w, bar, bytes)?;
+                true
+            }
+            Inst::TmaLoad {
+                tensor,
+                coords,
+                dst,
+                bar,
+                bytes,
+            } => {
+                let op = TmaOperands {
+                    tensor: *tensor,
+                    coords,
+                    slot: dst,
+                    bytes: *bytes,
+                };
+                self.issue_tma_load(w, op, bar)?;
+                true
+            }
+            Inst::TmaStore {
+                tensor,
+                coords,
+                src,
+                bytes,
+            } => {
+                let op = TmaOperands {
+                    tensor: *tensor,
+                    coords,
+                    slot: src,
+                    bytes: *bytes,
+                };
+                self.issue_tma_store(w, op)?;
+                true
+            }
+            Inst::TmaStoreCommit => {
+                self.issue_group_commit(w, GroupKind::TmaStores);
+                true
+            }
+            Inst::CpAsyncCommit => {
+                self.issue_group_commit(w, GroupKind::CpAsync);
+                true
+            }
+            Inst::CpAsync {
+                tensor,
+                src,
+                dst,
+                addr,
+                width,
+            } => {
+                self.issue_cp_async(w, *tensor, src, dst, addr, *width)?;
+                true
+            }
+            Inst::AtomicAdd { counter, add, slot } => {
+                self.issue_atomic_add(w, *counter, add, *slot)?;
+                true
+            }
+            Inst::BarSync { id, threads } => {
+                self.issue_bar(w, id, *threads, true)?;
+                true
+            }
+            Inst::BarArrive { id, threads } => {
+                self.issue_bar(w, id, *threads, false)?;
+                true
+            }
+            Inst::SetMaxNReg { inc, regs } => {
+                self.issue_setmaxnreg(w, *inc, *regs)?;
+                true
+            }
+            Inst::Shared {
+                store,
+                slot,
+                addr,
+                width,
+            } => {
+                self.issue_shared(w, *store, slot, addr, *width)?;
+                true
+            }
+            Inst::Global {
+                store,
+                tensor,
+                addr,
+                width,
+            } => {
+                self.issue_global(w, *store, *tensor, addr, *width)?;
+                true
+            }
+        };
+        if done {
+            self.warps[w as usize].pc += 1;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,117 @@
+//! The engine's per-agent state: warps, warpgroups, CTAs, SMs and their partitions. Units
+//! (`crate::sm`) are plain values inside them; the engine owns every instance, so one
+//! `&mut Engine` is the only way to change any of it.
+
+use crate::engine::server::Server;
+use crate::observe::warp_state::{Accounting, State};
+use crate::sm::async_groups::AsyncGroups;
+use crate::sm::mbarrier::MBarrier;
+use crate::sm::named_barrier::NamedBarrier;
+use crate::sm::regfile::RegPool;
+use crate::sm::tensor_core::TensorPipe;
+use isa::program::WARPS_PER_WARPGROUP;
+use std::collections::VecDeque;
+
+pub(crate) struct Warp {
+    pub sm: u32,
+    pub cta: u32,
+    pub role: u16,
+    /// Engine-wide warpgroup index.
+    pub wg: u32,
+    /// Engine-wide partition index (SM × partitions + partition).
+    pub partition: u32,
+    pub slot: u8,
+    pub pc: u32,
+    pub env: Vec<i64>,
+    pub acct: Accounting,
+    /// Warp-instructions left in the current macro instruction (compute, wgmma); 0 = none.
+    pub progress: u32,
+    /// Registers written by earlier instructions are ready at this cycle; `reg_kind` is the
+    /// stall state while waiting for them.
+    pub reg_ready: u64,
+    pub reg_kind: State,
+    /// HGMMAs this warp has issued.
+    pub hgmma_issued: u64,
+    /// Committed wgmma groups not yet known complete: HGMMA count that closes each.
+    pub wgmma_groups: VecDeque<u64>,
+    /// TMA stores' bulk async-groups and cp.async groups.
+    pub stores: AsyncGroups,
+    pub copies: AsyncGroups,
+    /// The warp cannot proceed before this cycle (an atomic's result feeds its control flow).
+    pub sync_until: u64,
+    /// Per counter, how many `AtomicAdd`s this warp has executed.
+    pub atomics: Vec<u32>,
+    pub regs: u32,
+    /// The instruction of the current state interval (for the trace).
+    pub state_pc: u32,
+    /// The mbarrier array of the current or last mbarrier wait, and the cycles spent waiting on
+    /// each array (the sub-reasons of `mbarrier_wait`).
+    pub waiting_on: u16,
+    pub mbar_wait: Vec<u64>,
+    /// Set at issue by a blocking instruction (bar.sync) and cleared by whoever releases it;
+    /// `hold_pc` is that instruction.
+    pub hold: Option<State>,
+    pub hold_pc: u32,
+    pub issued: u64,
+}
+
+impl Warp {
+    /// A result this warp's later instructions read is ready at `ready`; while waiting for
+    /// it the warp is in `kind` (the latest-arriving result names the stall).
+    pub fn scoreboard(&mut self, ready: u64, kind: State) {
+        if ready >= self.reg_ready {
+            self.reg_ready = ready;
+            self.reg_kind = kind;
+        }
+    }
+}
+
+pub(crate) struct WarpGroup {
+    pub warps: [u32; WARPS_PER_WARPGROUP as usize],
+    /// HGMMAs submitted to the tensor pipe and completed.
+    pub submitted: u64,
+    pub completed: u64,
+    /// Warps blocked in wait_group and the completed-HGMMA count each needs.
+    pub waiters: Vec<(u32, u64)>,
+}
+
+pub(crate) struct Cta {
+    pub block: u32,
+    pub sm: u32,
+    pub mbars: Vec<MBarrier>,
+    /// Per mbarrier: warps waiting and the parity each waits for.
+    pub mbar_waiters: Vec<Vec<(u32, u32)>>,
+    pub named: Vec<NamedBarrier>,
+    pub pool: RegPool,
+    pub reg_waiters: Vec<u32>,
+    pub live_warps: u32,
+    /// Per counter, the values the CTA's atomics fetched and when each was back.
+    pub atomics: Vec<Vec<(i64, u64)>>,
+}
+
+/// One SM's shared units and its CTA slots.
+#[derive(Default)]
+pub(crate) struct Sm {
+    /// The shared-memory port (one 128-byte wavefront per cycle).
+    pub port: Server,
+    pub tensor: TensorPipe,
+    pub tma_issue: Server,
+    /// TMA busy time: cycles with at least one load in flight, and the end of the last.
+    pub tma_covered_until: u64,
+    pub tma_busy: u64,
+    pub resident: u32,
+    pub launched: u32,
+}
+
+#[derive(Default)]
+pub(crate) struct Partition {
+    pub slots: Vec<Option<u32>>,
+    /// Slots whose warp must be evaluated at the next tick.
+    pub check: u32,
+    /// Slots whose warp could issue at the last evaluation.
+    pub eligible: u32,
+    pub last: Option<usize>,
+    /// ALU, FMA, MUFU and the tensor core as used by mma.sync (`crate::sm::pipes`).
+    pub pipes: [Server; 4],
+    pub issued: u64,
+}

@@ -1,0 +1,109 @@
+//! What a run hands back: cycles, per-unit busy time, per-warp state cycles, traffic.
+
+use super::Engine;
+use crate::gpu::cta_scheduler::Occupancy;
+use crate::memory::system::MemStats;
+use crate::observe::warp_state::State;
+
+/// Per-unit busy cycles of the SM.
+#[derive(Clone, Debug, Default)]
+pub struct UnitBusy {
+    pub tensor: u64,
+    pub smem: u64,
+    /// Summed over partitions (capacity = partitions × cycles).
+    pub fma: u64,
+    pub alu: u64,
+    pub mufu: u64,
+    /// Partition tensor cores running mma.sync, summed over partitions.
+    pub mma: u64,
+    /// Cycles with at least one TMA load in flight.
+    pub tma: u64,
+    /// Cycles the SMs' ports to L2 were transferring.
+    pub l2_port: u64,
+    /// Issue slots used, summed over partitions.
+    pub issue: u64,
+}
+
+/// Per-warp results, in launch order.
+#[derive(Clone, Debug)]
+pub struct WarpResult {
+    pub cta: u32,
+    pub sm: u32,
+    /// `mbarrier_wait` cycles by mbarrier array, in declaration order.
+    pub mbarrier_waits: Vec<u64>,
+    pub role: String,
+    /// `consumer1.w2`: role, warpgroup index in the role, warp index in the warpgroup.
+    pub name: String,
+    pub cycles: [u64; State::COUNT],
+    pub lifetime: u64,
+    pub issued: u64,
+}
+
+/// The result of a completed run.
+#[derive(Clone, Debug)]
+pub struct RunStats {
+    pub cycles: u64,
+    /// SMs that ran at least one CTA; unit busy cycles are summed over them.
+    pub sms_used: u32,
+    /// CTAs each SM ran, by SM.
+    pub ctas_per_sm_run: Vec<u32>,
+    pub warps: Vec<WarpResult>,
+    pub units: UnitBusy,
+    pub partitions: u32,
+    pub flops: u64,
+    pub instructions: u64,
+    pub events: u64,
+    pub mem: MemStats,
+    pub occupancy: Occupancy,
+}
+
+impl Engine<'_> {
+    pub(crate) fn finish(self) -> RunStats {
+        // The last cycle anything happened, or later if booked work was still running.
+        let end = self.now.max(self.horizon);
+        let p = self.p;
+        let pipe_busy = |i: usize| self.parts.iter().map(|pt| pt.pipes[i].busy()).sum::<u64>();
+        let mem = self.mem.stats();
+        let units = UnitBusy {
+            tensor: self.sms.iter().map(|sm| sm.tensor.busy()).sum(),
+            smem: self.sms.iter().map(|sm| sm.port.busy()).sum(),
+            alu: pipe_busy(0),
+            fma: pipe_busy(1),
+            mufu: pipe_busy(2),
+            mma: pipe_busy(3),
+            tma: self.sms.iter().map(|sm| sm.tma_busy).sum(),
+            l2_port: mem.port_busy_total,
+            issue: self.parts.iter().map(|pt| pt.issued).sum(),
+        };
+        let warps = self
+            .warps
+            .iter()
+            .map(|w| {
+                let role = &self.k.roles[w.role as usize];
+                WarpResult {
+                    cta: self.ctas[w.cta as usize].block,
+                    sm: w.sm,
+                    mbarrier_waits: w.mbar_wait.clone(),
+                    role: role.name.clone(),
+                    name: self.warp_name(w),
+                    cycles: w.acct.cycles_at(end),
+                    lifetime: w.acct.lifetime_at(end),
+                    issued: w.issued,
+                }
+            })
+            .collect();
+        RunStats {
+            cycles: end,
+            sms_used: self.sms.iter().filter(|sm| sm.launched > 0).count() as u32,
+            ctas_per_sm_run: self.sms.iter().map(|sm| sm.launched).collect(),
+            warps,
+            units,
+            partitions: p.sm.partitions,
+            flops: self.sms.iter().map(|sm| sm.tensor.flops()).sum::<u64>() + self.mma_flops,
+            instructions: self.parts.iter().map(|pt| pt.issued).sum(),
+            events: self.q.pushed(),
+            mem,
+            occupancy: self.occ,
+        }
+    }
+}

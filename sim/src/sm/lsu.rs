@@ -1,0 +1,131 @@
+//! The load/store path to global memory: ld/st.global, cp.async and atomics on global counters.
+//! Lane addresses coalesce into 32-byte sectors and L2-line requests
+//! (`crate::memory::coalesce`); the SM's port to L2 is booked at issue, so its bookings stay in
+//! time order.
+
+use crate::engine::error::Fault;
+use crate::engine::Engine;
+use crate::memory::coalesce::{line_requests, sectors};
+use crate::observe::warp_state::State;
+use crate::sm::smem::wavefronts;
+use isa::expr::Code;
+use isa::program::SlotRef;
+
+impl Engine<'_> {
+    /// The 32-byte sectors (indices) a warp's per-lane access of `width` bytes at byte offsets
+    /// `addr` of `tensor` touches.
+    fn tensor_sectors(
+        &mut self,
+        w: u32,
+        tensor: u16,
+        addr: &Code,
+        width: u32,
+    ) -> Result<Vec<u64>, Fault> {
+        let t = &self.k.tensors[tensor as usize];
+        let base = self.tensor_base[tensor as usize];
+        let addrs = self.lane_addrs(w, addr, base, t.bytes, width, "the tensor")?;
+        Ok(sectors(&addrs, width, self.p.memory.sector_bytes))
+    }
+
+    /// ld/st.global: a load's result is ready when its last line is back; a store's data leaves
+    /// through the port first, then each line is written.
+    pub(crate) fn issue_global(
+        &mut self,
+        w: u32,
+        store: bool,
+        tensor: u16,
+        addr: &Code,
+        width: u32,
+    ) -> Result<(), Fault> {
+        let now = self.now;
+        let sector = self.p.memory.sector_bytes;
+        let sectors = self.tensor_sectors(w, tensor, addr, width)?;
+        let bytes = sectors.len() as u64 * sector;
+        let requests = line_requests(&sectors, sector, self.p.memory.l2.line_bytes);
+        let sm = self.warps[w as usize].sm;
+        let sent = self.mem.port(sm, now, bytes);
+        let mut done = if store { sent } else { now };
+        for (a, n) in requests {
+            let t = if store {
+                self.mem.write(sm, sent, a, n, &mut self.rng)
+            } else {
+                self.mem.read(sm, now, a, n, &mut self.rng)
+            };
+            done = done.max(t);
+        }
+        let done = if store { done } else { done.max(sent) };
+        self.book_horizon(done);
+        if !store {
+            self.warps[w as usize].scoreboard(done, State::LongScoreboard);
+        }
+        Ok(())
+    }
+
+    /// cp.async: per lane, `width` bytes from byte `src` of `tensor` to byte `addr` of slot
+    /// `dst`; the copy joins the warp's open cp.async group.
+    pub(crate) fn issue_cp_async(
+        &mut self,
+        w: u32,
+        tensor: u16,
+        src: &Code,
+        dst: &SlotRef,
+        addr: &Code,
+        width: u32,
+    ) -> Result<(), Fault> {
+        let now = self.now;
+        let sectors = self.tensor_sectors(w, tensor, src, width)?;
+        let slot = self.slot_base(w, dst)?;
+        let limit = self.k.buffers[dst.buf as usize].slot_bytes;
+        let to = self.lane_addrs(w, addr, slot, limit, width, "the slot")?;
+        let sector = self.p.memory.sector_bytes;
+        let sm = self.warps[w as usize].sm;
+        let mut back = self.mem.port(sm, now, sectors.len() as u64 * sector);
+        for (a, n) in line_requests(&sectors, sector, self.p.memory.l2.line_bytes) {
+            back = back.max(self.mem.read(sm, now, a, n, &mut self.rng));
+        }
+        // The shared-memory write is booked at issue (keeping the port in time order);
+        // the copy completes when both the data and the write are through.
+        let wf = wavefronts(&to, width, self.p.smem.banks, self.p.smem.bank_bytes);
+        let (_, written) = self.sms[sm as usize].port.book(now, wf as u64);
+        let done = back.max(written);
+        self.book_horizon(done);
+        self.warps[w as usize].copies.add(done);
+        Ok(())
+    }
+
+    /// The k-th `AtomicAdd` of a CTA on a counter is performed once, by the CTA's first warp to
+    /// reach it (one L2 round trip on the counter's line); the CTA's other warps get the same
+    /// value and time, as when one thread fetches and the CTA shares it. The value lands in
+    /// `slot`, and the warp's control flow waits for it.
+    pub(crate) fn issue_atomic_add(
+        &mut self,
+        w: u32,
+        counter: u16,
+        add: &Code,
+        slot: u16,
+    ) -> Result<(), Fault> {
+        let c = counter as usize;
+        let add = self.eval(w, add)?;
+        let (sm, cta) = (
+            self.warps[w as usize].sm,
+            self.warps[w as usize].cta as usize,
+        );
+        let k = self.warps[w as usize].atomics[c] as usize;
+        self.warps[w as usize].atomics[c] += 1;
+        let (value, ready) = match self.ctas[cta].atomics[c].get(k) {
+            Some(&r) => r,
+            None => {
+                let addr = self.counter_base + c as u64 * 128;
+                let ready = self.mem.write(sm, self.now, addr, 4, &mut self.rng);
+                let old = self.counters[c];
+                self.counters[c] = old.checked_add(add).ok_or(Fault::CounterOverflow)?;
+                self.ctas[cta].atomics[c].push((old, ready));
+                (old, ready)
+            }
+        };
+        let warp = &mut self.warps[w as usize];
+        warp.env[slot as usize] = value;
+        warp.sync_until = warp.sync_until.max(ready);
+        Ok(())
+    }
+}

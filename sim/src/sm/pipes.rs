@@ -1,0 +1,113 @@
+//! A partition's math pipes — ALU, FMA, MUFU, and the tensor core as mma.sync uses it — and
+//! the compute instructions that book them (`Compute`: `Alu(n)`, `Fma(n)`, `Mufu(n)`, `Mma(n)`).
+//!
+//! A compute macro is `n` independent warp-instructions. Each takes one issue slot and books its
+//! pipe for `32 / lanes` cycles (mma.sync: `tensor.mma_cycles`); its result is ready `latency`
+//! cycles after it starts. The warp keeps its pc while the count runs down, so other warps of
+//! the partition may issue in between.
+
+use crate::engine::error::Fault;
+use crate::engine::hooks::Hook;
+use crate::engine::schedule::{Outcome, Pending};
+use crate::engine::Engine;
+use crate::observe::warp_state::State;
+use isa::expr::Code;
+use isa::program::Pipe;
+
+/// Largest per-thread count of one compute instruction (keeps the count in a u32).
+pub const MAX_MACRO_COUNT: i64 = 1 << 30;
+
+/// FLOPs of one mma.sync m16n8k16.
+const MMA_FLOPS: u64 = 2 * 16 * 8 * 16;
+
+/// The pipe's index in `Partition::pipes`.
+pub(crate) fn pipe_index(p: Pipe) -> usize {
+    match p {
+        Pipe::Alu => 0,
+        Pipe::Fma => 1,
+        Pipe::Mufu => 2,
+        Pipe::Mma => 3,
+    }
+}
+
+impl Engine<'_> {
+    /// A compute instruction waits for its inputs when it starts, then for its pipe before each
+    /// warp-instruction; `None` when its count is zero (nothing to do).
+    pub(crate) fn compute_outcome(
+        &mut self,
+        w: u32,
+        pipe: Pipe,
+        count: &Code,
+        at: Pending,
+    ) -> Result<Option<Outcome>, Fault> {
+        if at.starting && self.eval(w, count)? <= 0 {
+            return Ok(None);
+        }
+        let partition = self.warps[w as usize].partition as usize;
+        let pipe_free = self.parts[partition].pipes[pipe_index(pipe)].next_free();
+        Ok(Some(match at.scoreboard {
+            Some(stall) if at.starting => stall,
+            _ if pipe_free > self.now => Outcome::StallUntil(State::MathPipeThrottle, pipe_free),
+            _ => Outcome::Ready,
+        }))
+    }
+
+    /// Issues one warp-instruction of a compute macro; returns whether the macro is done.
+    pub(crate) fn issue_compute(
+        &mut self,
+        w: u32,
+        pipe: Pipe,
+        count: &Code,
+        acc: Option<u16>,
+    ) -> Result<bool, Fault> {
+        if let Some(acc) = acc {
+            let warp = &self.warps[w as usize];
+            self.emit(Hook::AccumulatorsRead {
+                warp: w,
+                warpgroup: warp.wg,
+                acc,
+                pipe,
+            })?;
+        }
+        if self.warps[w as usize].progress == 0 {
+            let n = self.eval(w, count)?;
+            if n > MAX_MACRO_COUNT {
+                return Err(Fault::MacroCount {
+                    pipe: pipe.name(),
+                    count: n,
+                    max: MAX_MACRO_COUNT,
+                });
+            }
+            self.warps[w as usize].progress = n as u32;
+        }
+        let p = &self.p;
+        let (cycles, latency, kind) = match pipe {
+            Pipe::Alu => (
+                p.pipes.alu.cycles_per_warp_instr(),
+                p.pipes.alu.latency,
+                State::Wait,
+            ),
+            Pipe::Fma => (
+                p.pipes.fma.cycles_per_warp_instr(),
+                p.pipes.fma.latency,
+                State::Wait,
+            ),
+            Pipe::Mufu => (
+                p.pipes.mufu.cycles_per_warp_instr(),
+                p.pipes.mufu.latency,
+                State::ShortScoreboard,
+            ),
+            Pipe::Mma => (p.tensor.mma_cycles, p.tensor.mma_latency, State::Wait),
+        };
+        if pipe == Pipe::Mma {
+            self.mma_flops += MMA_FLOPS;
+        }
+        let warp = &mut self.warps[w as usize];
+        let (start, end) =
+            self.parts[warp.partition as usize].pipes[pipe_index(pipe)].book(self.now, cycles);
+        self.horizon = self.horizon.max(end);
+        warp.scoreboard(start + latency, kind);
+        warp.progress -= 1;
+        Ok(warp.progress == 0)
+    }
+}
