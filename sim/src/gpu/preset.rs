@@ -47,15 +47,17 @@ pub enum SchedulerPolicy {
     Lrr,
 }
 
+#[derive(Debug, thiserror::Error)]
+#[error("unknown scheduler policy `{0}` (expected \"gto\" or \"lrr\")")]
+pub struct UnknownPolicy(String);
+
 impl TryFrom<String> for SchedulerPolicy {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
+    type Error = UnknownPolicy;
+    fn try_from(s: String) -> Result<Self, UnknownPolicy> {
         match s.as_str() {
             "gto" => Ok(SchedulerPolicy::Gto),
             "lrr" => Ok(SchedulerPolicy::Lrr),
-            _ => Err(format!(
-                "unknown scheduler policy `{s}` (expected \"gto\" or \"lrr\")"
-            )),
+            _ => Err(UnknownPolicy(s)),
         }
     }
 }
@@ -189,15 +191,29 @@ pub struct Hbm {
     pub latency: u64,
 }
 
+/// A `gpu_overrides` path that names no field of the preset.
+#[derive(Debug, thiserror::Error)]
+pub enum FieldError {
+    #[error("`{within}` is a number or text, it has no field `{part}`")]
+    NotAStruct { within: String, part: String },
+    #[error("no field `{part}` in `{within}` (fields: {})", known.join(", "))]
+    Unknown {
+        part: String,
+        within: String,
+        known: Vec<String>,
+    },
+}
+
 /// The value at a dotted field path of a preset read as a RON value.
-fn field<'v>(value: &'v mut ron::Value, path: &str) -> Result<&'v mut ron::Value, String> {
+fn field<'v>(value: &'v mut ron::Value, path: &str) -> Result<&'v mut ron::Value, FieldError> {
     let mut cur = value;
     let mut seen = String::new();
     for part in path.split('.') {
         let ron::Value::Map(map) = cur else {
-            return Err(format!(
-                "`{seen}` is a number or text, it has no field `{part}`"
-            ));
+            return Err(FieldError::NotAStruct {
+                within: seen,
+                part: part.to_string(),
+            });
         };
         let known: Vec<String> = map
             .keys()
@@ -208,12 +224,14 @@ fn field<'v>(value: &'v mut ron::Value, path: &str) -> Result<&'v mut ron::Value
             .collect();
         cur = map
             .get_mut(&ron::Value::String(part.to_string()))
-            .ok_or_else(|| {
-                format!(
-                    "no field `{part}` in `{}` (fields: {})",
-                    if seen.is_empty() { "the preset" } else { &seen },
-                    known.join(", ")
-                )
+            .ok_or_else(|| FieldError::Unknown {
+                part: part.to_string(),
+                within: if seen.is_empty() {
+                    "the preset".to_string()
+                } else {
+                    seen.clone()
+                },
+                known,
             })?;
         if !seen.is_empty() {
             seen.push('.');
@@ -262,7 +280,7 @@ impl Preset {
             ))
         })?;
         for (path, new) in overrides {
-            let slot = field(&mut value, path).map_err(invalid)?;
+            let slot = field(&mut value, path).map_err(|e| invalid(e.to_string()))?;
             *slot = new.clone();
         }
         let p: Preset = value.into_rust().map_err(|e| {
