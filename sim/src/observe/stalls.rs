@@ -3,7 +3,7 @@
 //! unit's busy fraction. Uses only the trace's summary (`otherData`): the events are parsed
 //! and skipped, never held in memory. `--csv` and `--json` give the same numbers to scripts.
 
-use crate::observe::trace_read;
+use crate::observe::trace_read::{self, ReadError};
 use crate::observe::warp_state::State;
 use serde::Serialize;
 use serde_json::Value;
@@ -45,6 +45,14 @@ impl Row {
     }
 }
 
+#[derive(Debug, thiserror::Error)]
+pub enum StallsError {
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error("{0}: the trace's summary has no warps")]
+    NoWarps(String),
+}
+
 #[derive(Debug, Serialize)]
 pub struct Stalls {
     pub scenario: String,
@@ -64,8 +72,8 @@ fn states_of(v: &Value) -> BTreeMap<String, u64> {
 }
 
 /// Reads the stall summary of a trace, per role or per warp.
-pub fn load(path: &Path, per_warp: bool) -> Result<Stalls, String> {
-    let other = trace_read::read(path, |_| {}).map_err(|e| e.to_string())?;
+pub fn load(path: &Path, per_warp: bool) -> Result<Stalls, StallsError> {
+    let other = trace_read::read(path, |_| {})?;
     let report = &other["report"];
     let text = |v: &Value| v.as_str().unwrap_or("?").to_string();
     let mut rows = Vec::new();
@@ -98,10 +106,7 @@ pub fn load(path: &Path, per_warp: bool) -> Result<Stalls, String> {
         }
     }
     if rows.is_empty() {
-        return Err(format!(
-            "{}: the trace's summary has no warps",
-            path.display()
-        ));
+        return Err(StallsError::NoWarps(path.display().to_string()));
     }
     let units = report["units"]
         .as_object()
