@@ -3,11 +3,15 @@
 
 mod cli;
 
+use anstream::{AutoStream, ColorChoice};
 use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // Escape codes only where they are shown: a terminal, with NO_COLOR unset.
+    let ansi = AutoStream::choice(&std::io::stderr()) != ColorChoice::Never;
     tracing_subscriber::fmt()
+        .with_ansi(ansi)
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .init();

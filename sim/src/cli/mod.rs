@@ -58,9 +58,10 @@ pub fn execute(command: Command) -> anyhow::Result<()> {
     }
 }
 
-/// Writes to stdout; a closed pipe (`sim stalls … | head`) ends output quietly.
+/// Writes to stdout, dropping escape codes where colours are not wanted; a closed pipe
+/// (`sim stalls … | head`) ends output quietly.
 fn emit(text: &str) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = anstream::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
         _ => Ok(()),

@@ -1,8 +1,8 @@
 //! `sim stalls`: the warp-state breakdown of a trace, as bars, CSV or JSON.
 
 use super::emit;
+use anstream::{AutoStream, ColorChoice};
 use sim::observe::stalls;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -27,7 +27,7 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
     } else if a.json {
         emit(&(serde_json::to_string_pretty(&s)? + "\n"))
     } else {
-        let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        let color = AutoStream::choice(&std::io::stdout()) != ColorChoice::Never;
         emit(&stalls::render(&s, color))
     }
 }

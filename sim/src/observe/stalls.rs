@@ -5,6 +5,7 @@
 
 use crate::observe::trace_read::{self, ReadError};
 use crate::observe::warp_state::State;
+use anstyle::{RgbColor, Style};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -124,9 +125,11 @@ pub fn load(path: &Path, per_warp: bool) -> Result<Stalls, StallsError> {
     })
 }
 
-fn rgb(hex: &str) -> (u8, u8, u8) {
+/// A background of the state's colour (`#rrggbb`).
+fn background(hex: &str) -> Style {
     let v = u32::from_str_radix(hex.trim_start_matches('#'), 16).unwrap_or(0);
-    ((v >> 16) as u8, (v >> 8) as u8, v as u8)
+    let rgb = RgbColor((v >> 16) as u8, (v >> 8) as u8, v as u8);
+    Style::new().bg_color(Some(rgb.into()))
 }
 
 /// The readable view; `color` uses 24-bit ANSI colours, else one symbol per state.
@@ -151,14 +154,13 @@ pub fn render(s: &Stalls, color: bool) -> String {
         for (state, c) in r.ranked() {
             let n = ((c as f64 / total) * BAR as f64).round() as usize;
             let n = n.min(BAR - used);
+            if n == 0 {
+                continue;
+            }
             used += n;
             if color {
-                let (red, green, blue) = rgb(state.color());
-                let _ = write!(
-                    bar,
-                    "\x1b[48;2;{red};{green};{blue}m{}\x1b[0m",
-                    " ".repeat(n)
-                );
+                let style = background(state.color());
+                let _ = write!(bar, "{style}{}{style:#}", " ".repeat(n));
             } else {
                 bar.extend(std::iter::repeat_n(state.symbol(), n));
             }
