@@ -6,6 +6,7 @@ use crate::analytic::fmt::grouped;
 use crate::engine::RunStats;
 use crate::gpu::preset::Preset;
 use crate::observe::warp_state::State;
+use comfy_table::{presets, CellAlignment, ColumnConstraint, Table, Width};
 use isa::program::Kernel;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -408,6 +409,8 @@ impl Report {
             o,
             "warp states (% of the role's warp-cycles; Nsight Compute name in brackets)"
         );
+        let mut roles = Table::new();
+        roles.load_style(presets::NOTHING);
         for name in &self.role_order {
             let r = &self.roles[name];
             let mut states: Vec<(&String, &u64)> =
@@ -430,7 +433,24 @@ impl Report {
                     }
                 })
                 .collect();
-            let _ = writeln!(o, "  {name:<10} {:>2} warps: {}", r.warps, parts.join(", "));
+            roles.add_row([
+                name.clone(),
+                r.warps.to_string(),
+                format!("warps: {}", parts.join(", ")),
+            ]);
+        }
+        // Indented by two; names at least 10 wide, counts at least 2, right-aligned.
+        let widths = [(2, 10), (1, 2), (1, 0)];
+        for (column, (pad, width)) in roles.column_iter_mut().zip(widths) {
+            column.set_padding((pad, 0));
+            let bound = Width::Fixed(pad + width);
+            column.set_constraint(ColumnConstraint::LowerBoundary(bound));
+        }
+        if let Some(c) = roles.column_mut(1) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+        if !self.role_order.is_empty() {
+            let _ = writeln!(o, "{}", roles.trim_fmt());
         }
         if let Some(t) = &self.trace {
             let _ = writeln!(

@@ -6,7 +6,7 @@
 //! the page stays small and responsive whatever the trace's size.
 
 use crate::observe::trace::GPU_PID;
-use crate::observe::trace_read::{self, TraceEvent};
+use crate::observe::trace_read::{self, ReadError, TraceEvent};
 use crate::observe::warp_state::State;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -91,9 +91,9 @@ fn shares(e: &TraceEvent) -> Vec<(State, f64)> {
 }
 
 /// Builds the page for the trace at `path`.
-pub fn build(path: &Path) -> Result<String, String> {
+pub fn build(path: &Path) -> Result<String, ReadError> {
     // Pass 1: the summary (at the end of the file) gives the time range and the warps.
-    let other = trace_read::read(path, |_| {}).map_err(|e| e.to_string())?;
+    let other = trace_read::read(path, |_| {})?;
     let report = &other["report"];
     let end = other["cycles"].as_u64().unwrap_or(1).max(1);
     // Only the warps the trace holds slices for (a whole-GPU trace may hold a few SMs).
@@ -167,8 +167,7 @@ pub fn build(path: &Path) -> Result<String, String> {
         }
         "i" => *instants.entry(e.name).or_default() += 1,
         _ => {}
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
 
     let mut html = String::new();
     let title = format!(

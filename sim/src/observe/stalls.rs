@@ -3,8 +3,9 @@
 //! unit's busy fraction. Uses only the trace's summary (`otherData`): the events are parsed
 //! and skipped, never held in memory. `--csv` and `--json` give the same numbers to scripts.
 
-use crate::observe::trace_read;
+use crate::observe::trace_read::{self, ReadError};
 use crate::observe::warp_state::State;
+use anstyle::{RgbColor, Style};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -45,6 +46,14 @@ impl Row {
     }
 }
 
+#[derive(Debug, thiserror::Error)]
+pub enum StallsError {
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error("{0}: the trace's summary has no warps")]
+    NoWarps(String),
+}
+
 #[derive(Debug, Serialize)]
 pub struct Stalls {
     pub scenario: String,
@@ -64,8 +73,8 @@ fn states_of(v: &Value) -> BTreeMap<String, u64> {
 }
 
 /// Reads the stall summary of a trace, per role or per warp.
-pub fn load(path: &Path, per_warp: bool) -> Result<Stalls, String> {
-    let other = trace_read::read(path, |_| {}).map_err(|e| e.to_string())?;
+pub fn load(path: &Path, per_warp: bool) -> Result<Stalls, StallsError> {
+    let other = trace_read::read(path, |_| {})?;
     let report = &other["report"];
     let text = |v: &Value| v.as_str().unwrap_or("?").to_string();
     let mut rows = Vec::new();
@@ -98,10 +107,7 @@ pub fn load(path: &Path, per_warp: bool) -> Result<Stalls, String> {
         }
     }
     if rows.is_empty() {
-        return Err(format!(
-            "{}: the trace's summary has no warps",
-            path.display()
-        ));
+        return Err(StallsError::NoWarps(path.display().to_string()));
     }
     let units = report["units"]
         .as_object()
@@ -119,9 +125,11 @@ pub fn load(path: &Path, per_warp: bool) -> Result<Stalls, String> {
     })
 }
 
-fn rgb(hex: &str) -> (u8, u8, u8) {
+/// A background of the state's colour (`#rrggbb`).
+fn background(hex: &str) -> Style {
     let v = u32::from_str_radix(hex.trim_start_matches('#'), 16).unwrap_or(0);
-    ((v >> 16) as u8, (v >> 8) as u8, v as u8)
+    let rgb = RgbColor((v >> 16) as u8, (v >> 8) as u8, v as u8);
+    Style::new().bg_color(Some(rgb.into()))
 }
 
 /// The readable view; `color` uses 24-bit ANSI colours, else one symbol per state.
@@ -146,14 +154,13 @@ pub fn render(s: &Stalls, color: bool) -> String {
         for (state, c) in r.ranked() {
             let n = ((c as f64 / total) * BAR as f64).round() as usize;
             let n = n.min(BAR - used);
+            if n == 0 {
+                continue;
+            }
             used += n;
             if color {
-                let (red, green, blue) = rgb(state.color());
-                let _ = write!(
-                    bar,
-                    "\x1b[48;2;{red};{green};{blue}m{}\x1b[0m",
-                    " ".repeat(n)
-                );
+                let style = background(state.color());
+                let _ = write!(bar, "{style}{}{style:#}", " ".repeat(n));
             } else {
                 bar.extend(std::iter::repeat_n(state.symbol(), n));
             }

@@ -1,0 +1,69 @@
+//! The subcommands, one file each. Each parses its arguments, calls the library and prints
+//! what it returns: no figure is computed here.
+
+mod analyze;
+mod bench;
+mod check;
+mod presets;
+mod report;
+mod run;
+mod scenario;
+mod stalls;
+mod validate;
+
+use clap::{Parser, Subcommand};
+use std::io::Write;
+
+#[derive(Parser)]
+#[command(
+    name = "sim",
+    version,
+    about = "Cycle-level simulator of NVIDIA Hopper-class SMs"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Simulate a scenario and print a summary (or `--json`).
+    Run(run::Args),
+    /// Measure the simulator's speed on a scenario (simulated instructions per wall second).
+    Bench(bench::Args),
+    /// List the built-in GPU presets.
+    Presets,
+    /// Static validation and a hazard-checked simulation (no trace): hazards, deadlocks.
+    Check(check::Args),
+    /// Where the warps' cycles went, per role or warp, from a trace.
+    Stalls(stalls::Args),
+    /// One self-contained HTML page (timeline, stall charts, counters) from a trace.
+    Report(report::Args),
+    /// Analytic models: GEMM resources and roofline, autotuner steps, attention, decode.
+    Analyze(sim::analytic::cli::AnalyzeArgs),
+    /// Measured microbenchmarks (calibration/data) against their simulated twins, per group.
+    Validate(sim::validate::ValidateArgs),
+}
+
+pub fn execute(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Run(a) => run::run(&a),
+        Command::Bench(a) => bench::run(&a),
+        Command::Presets => presets::run(),
+        Command::Check(a) => check::run(&a),
+        Command::Stalls(a) => stalls::run(&a),
+        Command::Report(a) => report::run(&a),
+        Command::Analyze(a) => analyze::run(&a),
+        Command::Validate(a) => validate::run(&a),
+    }
+}
+
+/// Writes to stdout, dropping escape codes where colours are not wanted; a closed pipe
+/// (`sim stalls … | head`) ends output quietly.
+fn emit(text: &str) -> anyhow::Result<()> {
+    let mut out = anstream::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}

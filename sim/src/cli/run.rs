@@ -1,0 +1,115 @@
+//! `sim run`: simulate a scenario, print the summary or the `--json` report, write a trace.
+
+use super::emit;
+use super::scenario::ScenarioArgs;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use sim::engine::Progress;
+use sim::observe::trace::{Filter, Level};
+use sim::run::{self, TraceOptions};
+use std::io::IsTerminal;
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    scenario: ScenarioArgs,
+    /// SM clock (default: the preset's loaded clock). Converts cycles to time, and HBM's
+    /// bandwidth to bytes per SM cycle: a memory-bound run takes more cycles at a faster clock.
+    #[arg(long)]
+    clock_mhz: Option<f64>,
+    /// Print the report as one JSON object (see docs/cli.md).
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    trace: TraceArgs,
+}
+
+#[derive(clap::Args)]
+struct TraceArgs {
+    /// Trace file (default: traces/<scenario>.trace.json).
+    #[arg(long, value_name = "PATH", conflicts_with = "no_trace")]
+    trace: Option<PathBuf>,
+    /// Write no trace.
+    #[arg(long)]
+    no_trace: bool,
+    /// Trace only SMs START..END (END exclusive).
+    #[arg(long, value_name = "START..END", value_parser = parse_range)]
+    trace_sms: Option<Range<u64>>,
+    /// Trace only cycles START..END.
+    #[arg(long, value_name = "START..END", value_parser = parse_range)]
+    trace_window: Option<Range<u64>>,
+    /// Detail: counters only, warp states (merged), or every state interval.
+    #[arg(long, value_enum, default_value = "warps")]
+    trace_level: Level,
+}
+
+impl TraceArgs {
+    fn options(&self) -> Option<TraceOptions> {
+        let sm = |x: u64| x.min(u32::MAX as u64) as u32;
+        (!self.no_trace).then(|| TraceOptions {
+            path: self.trace.clone(),
+            filter: Filter {
+                level: self.trace_level,
+                sms: self.trace_sms.clone().map(|r| sm(r.start)..sm(r.end)),
+                window: self.trace_window.clone(),
+            },
+        })
+    }
+}
+
+fn parse_range(s: &str) -> Result<Range<u64>, String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("`{s}` is not START..END"))?;
+    let num = |x: &str| {
+        x.trim()
+            .replace('_', "")
+            .parse::<u64>()
+            .map_err(|_| format!("`{x}` in `{s}` is not a non-negative integer"))
+    };
+    let (a, b) = (num(a)?, num(b)?);
+    if a >= b {
+        return Err(format!("`{s}` is empty: START must be below END"));
+    }
+    Ok(a..b)
+}
+
+pub fn run(a: &Args) -> anyhow::Result<()> {
+    let mut opts = a.scenario.options(a.clock_mhz);
+    opts.trace = a.trace.options();
+    let bar = progress_bar();
+    opts.progress = bar.clone().map(|b| {
+        let start = Instant::now();
+        Progress(Arc::new(move |cycle, done, grid| {
+            // Runs under a second never show a bar.
+            if start.elapsed().as_secs_f64() > 1.0 {
+                b.set_length(grid as u64);
+                b.set_position(done as u64);
+                b.set_message(format!("cycle {cycle}"));
+            }
+        }))
+    });
+    let result = run::run_file(&a.scenario.file, &opts);
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let report = result?;
+    if a.json {
+        emit(&(report.to_json() + "\n"))
+    } else {
+        emit(&report.summary())
+    }
+}
+
+/// A progress bar on stderr, only when stderr is a terminal.
+fn progress_bar() -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let style =
+        ProgressStyle::with_template("{spinner} {pos}/{len} CTAs done, {msg} [{elapsed}]").ok()?;
+    Some(ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(style))
+}

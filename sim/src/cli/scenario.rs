@@ -1,0 +1,56 @@
+//! The options that pick and tune a scenario, shared by `run`, `check` and `bench`.
+
+use sim::run::RunOptions;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct ScenarioArgs {
+    /// Scenario file (RON).
+    pub file: PathBuf,
+    /// Override a scenario parameter: `--set stages=4` (integers, or true/false).
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
+    pub sets: Vec<(String, i64)>,
+    /// Run on this GPU preset instead of the scenario's (see `sim presets`).
+    #[arg(long)]
+    pub gpu: Option<String>,
+    /// Seed of the run's random generator (memory latency jitter).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Stop with an error past this many simulated cycles (at most 2^38).
+    #[arg(long, default_value_t = 1_000_000_000, value_parser = clap::value_parser!(u64).range(1..=1 << 38))]
+    pub max_cycles: u64,
+    /// Skip the sanitizer's hazard checks.
+    #[arg(long)]
+    pub no_check: bool,
+}
+
+impl ScenarioArgs {
+    /// The run's options, with no trace and no progress callback.
+    pub fn options(&self, clock_mhz: Option<f64>) -> RunOptions {
+        RunOptions {
+            sets: self.sets.clone(),
+            gpu: self.gpu.clone(),
+            seed: self.seed,
+            clock_mhz,
+            max_cycles: self.max_cycles,
+            check: !self.no_check,
+            trace: None,
+            progress: None,
+        }
+    }
+}
+
+fn parse_set(s: &str) -> Result<(String, i64), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not KEY=VALUE"))?;
+    let v = v.trim();
+    let value = match v {
+        "true" => 1,
+        "false" => 0,
+        _ => v.replace('_', "").parse::<i64>().map_err(|_| {
+            format!("the value of `{k}` must be an integer or true/false, not `{v}`")
+        })?,
+    };
+    Ok((k.trim().to_string(), value))
+}
