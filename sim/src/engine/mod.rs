@@ -1073,12 +1073,16 @@ impl<'a> Engine<'a> {
     }
 
     fn bar_index(&self, w: u32, b: &BarRef) -> Result<u32, String> {
-        self.k.mbarriers[b.array as usize].flat(self.eval(w, &b.index)?)
+        self.k.mbarriers[b.array as usize]
+            .flat(self.eval(w, &b.index)?)
+            .map_err(|e| e.to_string())
     }
 
     fn slot_base(&self, w: u32, s: &SlotRef) -> Result<u64, String> {
         // Every CTA's shared memory starts 128-byte aligned, so bank mapping needs no CTA base.
-        self.k.buffers[s.buf as usize].slot_offset(self.eval(w, &s.slot)?)
+        self.k.buffers[s.buf as usize]
+            .slot_offset(self.eval(w, &s.slot)?)
+            .map_err(|e| e.to_string())
     }
 
     /// The 32 lanes' addresses of a per-lane expression; each lane's `width` bytes must lie
@@ -1740,7 +1744,9 @@ impl<'a> Engine<'a> {
     /// The engine-wide index of a slot reference's slot.
     fn slot_index(&self, w: u32, s: &SlotRef) -> Result<u32, String> {
         let i = self.eval(w, &s.slot)?;
-        self.k.buffers[s.buf as usize].slot_offset(i)?;
+        self.k.buffers[s.buf as usize]
+            .slot_offset(i)
+            .map_err(|e| e.to_string())?;
         let per_cta: u32 = self.k.buffers.iter().map(|b| b.slots).sum();
         let cta = self.warps[w as usize].cta;
         Ok(cta * per_cta + self.slot_first[s.buf as usize] + i as u32)
