@@ -1,6 +1,7 @@
 //! Limits: what the GPU preset has (features, registers, shared memory, threads, named
 //! barriers) and what the simulator keeps (grid size, program length, trip counts).
 
+use super::names::Names;
 use super::Compiler;
 use crate::diag::Diagnostic;
 use crate::expr::{Binding, Code};
@@ -64,6 +65,7 @@ impl Compiler<'_> {
         Ok(regs as u32)
     }
 
+    /// The CTA's shared memory (buffers and mbarriers) fits the preset's per-CTA limit.
     pub(super) fn smem_limit(&self, smem_bytes: u64) -> Result<(), Diagnostic> {
         let lim = self.limits;
         if smem_bytes > lim.smem_per_cta {
@@ -137,7 +139,7 @@ impl Compiler<'_> {
         threads: &Expr,
         path: &str,
     ) -> Result<(Code, u32), Diagnostic> {
-        let code = self.code(id, super::names::Names::Program, path)?;
+        let code = self.code(id, Names::Program, path)?;
         let n = self.limits.named_barriers as i64;
         if let Some(v) = code.as_const() {
             if v < 0 || v >= n {

@@ -186,12 +186,14 @@ impl Compiler<'_> {
         Ok(())
     }
 
+    /// The mbarrier element `r` names.
     pub(super) fn bar(&self, r: &Ref, path: &str) -> Result<BarRef, Diagnostic> {
         let arrays = self.mbarriers.iter().map(|m| (m.name.as_str(), m.count));
         let (array, index) = self.element(r, path, "mbarrier", arrays)?;
         Ok(BarRef { array, index })
     }
 
+    /// The buffer slot `r` names.
     pub(super) fn slot(&self, r: &Ref, path: &str) -> Result<SlotRef, Diagnostic> {
         let arrays = self.buffers.iter().map(|b| (b.name.as_str(), b.slots));
         let (buf, slot) = self.element(r, path, "shared-memory buffer", arrays)?;
@@ -243,6 +245,8 @@ impl Compiler<'_> {
         Ok(code)
     }
 
+    // Tensor and counter names are plain strings, not spanned nodes: their errors have no
+    // position, only the instruction's path.
     pub(super) fn tensor(&self, name: &str, path: &str) -> Result<u16, Diagnostic> {
         let known = self.tensors.iter().map(|t| t.name.as_str());
         self.declared("tensor", name, known, path)
