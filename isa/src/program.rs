@@ -92,15 +92,25 @@ pub struct BufferInfo {
 
 impl BufferInfo {
     /// The byte offset of slot `i` in the CTA's shared memory, if the buffer has that slot.
-    pub fn slot_offset(&self, i: i64) -> Result<u64, String> {
+    pub fn slot_offset(&self, i: i64) -> Result<u64, IndexError> {
         if i < 0 || i >= self.slots as i64 {
-            return Err(format!(
-                "slot {i} of `{}` is out of range: it has {} slots",
-                self.name, self.slots
-            ));
+            return Err(IndexError::Slot {
+                name: self.name.clone(),
+                index: i,
+                len: self.slots,
+            });
         }
         Ok(self.base + i as u64 * self.slot_bytes)
     }
+}
+
+/// A run-time index outside its array (an expression the compiler could not check).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum IndexError {
+    #[error("slot {index} of `{name}` is out of range: it has {len} slots")]
+    Slot { name: String, index: i64, len: u32 },
+    #[error("mbarrier index {index} is out of range: `{name}` has {len} elements")]
+    MBarrier { name: String, index: i64, len: u32 },
 }
 
 #[derive(Clone, Debug)]
@@ -114,12 +124,13 @@ pub struct MBarrierInfo {
 
 impl MBarrierInfo {
     /// The CTA-wide index of element `i`, if the array has it.
-    pub fn flat(&self, i: i64) -> Result<u32, String> {
+    pub fn flat(&self, i: i64) -> Result<u32, IndexError> {
         if i < 0 || i >= self.count as i64 {
-            return Err(format!(
-                "mbarrier index {i} is out of range: `{}` has {} elements",
-                self.name, self.count
-            ));
+            return Err(IndexError::MBarrier {
+                name: self.name.clone(),
+                index: i,
+                len: self.count,
+            });
         }
         Ok(self.first + i as u32)
     }
@@ -311,4 +322,37 @@ pub enum Inst {
         addr: Code,
         width: u32,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn out_of_range_indices_say_which_array() {
+        let buf = BufferInfo {
+            name: "sA".into(),
+            slots: 4,
+            dtype: DType::BF16,
+            shape: vec![64, 64],
+            slot_bytes: 8192,
+            base: 128,
+        };
+        assert_eq!(buf.slot_offset(3), Ok(128 + 3 * 8192));
+        assert_eq!(
+            buf.slot_offset(4).unwrap_err().to_string(),
+            "slot 4 of `sA` is out of range: it has 4 slots"
+        );
+        let bar = MBarrierInfo {
+            name: "full".into(),
+            count: 2,
+            arrivals: 1,
+            first: 5,
+        };
+        assert_eq!(bar.flat(1), Ok(6));
+        assert_eq!(
+            bar.flat(-1).unwrap_err().to_string(),
+            "mbarrier index -1 is out of range: `full` has 2 elements"
+        );
+    }
 }

@@ -657,7 +657,7 @@ impl<'a> Walk<'a> {
             .buffers
             .get(s.buf as usize)
             .ok_or_else(|| format!("buffer {} is not declared", s.buf))?;
-        b.slot_offset(w.eval(&s.slot)?)
+        b.slot_offset(w.eval(&s.slot)?).map_err(|e| e.to_string())
     }
 
     fn tma_spans(

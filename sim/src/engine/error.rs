@@ -6,6 +6,7 @@ use crate::observe::sanitizer::Finding;
 use crate::sm::mbarrier::MBarrierError;
 use crate::sm::named_barrier::NamedBarrierError;
 use isa::expr::EvalError;
+use isa::program::IndexError;
 
 /// Why a run stopped without finishing.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -54,9 +55,8 @@ pub enum Fault {
         "{steps} control-flow steps without an instruction (an empty loop with a huge trip count?)"
     )]
     ControlSteps { steps: u32 },
-    /// An index outside a declared array (mbarrier, slot), as the program types word it.
     #[error("{0}")]
-    Index(String),
+    Index(#[from] IndexError),
     #[error("lane {lane} accesses bytes {start}..{end}, outside {what} ({limit} bytes)")]
     LaneOutOfRange {
         lane: i64,

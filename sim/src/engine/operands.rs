@@ -13,25 +13,19 @@ impl Engine<'_> {
 
     /// The flat (CTA-wide) index of an mbarrier reference.
     pub(crate) fn bar_index(&self, w: u32, b: &BarRef) -> Result<u32, Fault> {
-        self.k.mbarriers[b.array as usize]
-            .flat(self.eval(w, &b.index)?)
-            .map_err(Fault::Index)
+        Ok(self.k.mbarriers[b.array as usize].flat(self.eval(w, &b.index)?)?)
     }
 
     /// The byte offset of a slot in the CTA's shared memory.
     pub(crate) fn slot_base(&self, w: u32, s: &SlotRef) -> Result<u64, Fault> {
         // Every CTA's shared memory starts 128-byte aligned, so bank mapping needs no CTA base.
-        self.k.buffers[s.buf as usize]
-            .slot_offset(self.eval(w, &s.slot)?)
-            .map_err(Fault::Index)
+        Ok(self.k.buffers[s.buf as usize].slot_offset(self.eval(w, &s.slot)?)?)
     }
 
     /// The engine-wide index of a slot reference's slot.
     pub(crate) fn slot_index(&self, w: u32, s: &SlotRef) -> Result<u32, Fault> {
         let i = self.eval(w, &s.slot)?;
-        self.k.buffers[s.buf as usize]
-            .slot_offset(i)
-            .map_err(Fault::Index)?;
+        self.k.buffers[s.buf as usize].slot_offset(i)?;
         Ok(self.names.slot(self.warps[w as usize].cta, s.buf, i as u32))
     }
 

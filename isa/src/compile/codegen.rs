@@ -1,0 +1,327 @@
+//! Code generation: each role's program lowered to flat [`Op`] code. Loops become a counter
+//! slot and a back jump, conditionals and `Break` forward jumps patched once the target is known.
+//! Blocks scope the variables bound in them.
+
+use super::names::Names;
+use super::Compiler;
+use crate::diag::Diagnostic;
+use crate::program::{slot, Inst, Op, Pipe, RoleInfo, WARP_SIZE};
+use crate::scenario::{ComputePipe, Expr, Instr, RegAction, Role};
+
+/// The accumulator label of a wgmma that names none.
+const DEFAULT_ACC: &str = "acc";
+
+impl Compiler<'_> {
+    /// Checks a role's configuration and compiles its program.
+    pub(super) fn role(
+        &mut self,
+        r: &Role,
+        launch_regs: u32,
+        path: &str,
+    ) -> Result<RoleInfo, Diagnostic> {
+        let warpgroups = self.in_range(&r.warpgroups, path, "warpgroups", 1, 16)? as u32;
+        let regs = self.role_regs(r, launch_regs, path)?;
+        self.scope.clear();
+        self.next_slot = slot::FIRST_LOOP_SLOT;
+        self.max_slot = slot::FIRST_LOOP_SLOT;
+        self.code.clear();
+        self.paths.clear();
+        self.block(&r.program, &format!("role `{}`: program", r.name))?;
+        self.ops_limit(&r.name, path)?;
+        Ok(RoleInfo {
+            name: r.name.clone(),
+            warpgroups,
+            regs,
+            code: std::mem::take(&mut self.code),
+            paths: std::mem::take(&mut self.paths),
+            slots: self.max_slot,
+        })
+    }
+
+    /// Appends `op` from instruction `path` and returns its index.
+    fn emit(&mut self, op: Op, path: String) -> u32 {
+        self.code.push(op);
+        self.paths.push(path);
+        (self.code.len() - 1) as u32
+    }
+
+    /// Compiles a block; variables bound in it (`Let`, `AtomicAdd`) go out of scope at its end.
+    fn block(&mut self, body: &[Instr], path: &str) -> Result<(), Diagnostic> {
+        let (scope, next) = (self.scope.len(), self.next_slot);
+        for (i, ins) in body.iter().enumerate() {
+            self.instr(ins, &format!("{path}[{i}] {}", ins.mnemonic()))?;
+        }
+        self.scope.truncate(scope);
+        self.next_slot = next;
+        Ok(())
+    }
+
+    /// Lowers one instruction; control flow becomes jumps, the rest one `Issue` op.
+    fn instr(&mut self, ins: &Instr, path: &str) -> Result<(), Diagnostic> {
+        let inst = match ins {
+            Instr::Loop { var, count, body } => return self.loop_(var, count, body, path),
+            Instr::If {
+                cond,
+                then,
+                otherwise,
+            } => return self.if_(cond, then, otherwise, path),
+            Instr::TmaLoad {
+                tensor,
+                coords,
+                dst,
+                bar,
+            } => {
+                self.require(self.limits.has_tma, path, "TMA unit (use cp.async)")?;
+                let tensor = self.tensor(tensor, path)?;
+                let coords = self.coords(tensor, coords, path)?;
+                let dst = self.slot(dst, path)?;
+                let bytes = self.tma_box(tensor, &dst, path)?;
+                let bar = self.bar(bar, path)?;
+                Inst::TmaLoad {
+                    tensor,
+                    coords,
+                    dst,
+                    bar,
+                    bytes,
+                }
+            }
+            Instr::TmaStore {
+                tensor,
+                coords,
+                src,
+            } => {
+                self.require(self.limits.has_tma, path, "TMA unit")?;
+                let tensor = self.tensor(tensor, path)?;
+                let coords = self.coords(tensor, coords, path)?;
+                let src = self.slot(src, path)?;
+                let bytes = self.tma_box(tensor, &src, path)?;
+                Inst::TmaStore {
+                    tensor,
+                    coords,
+                    src,
+                    bytes,
+                }
+            }
+            Instr::Let { var, value } => {
+                let value = self.code(value, Names::Program, path)?;
+                let slot = self.bind(var, path)?;
+                self.emit(Op::Set { slot, value }, path.to_string());
+                return Ok(());
+            }
+            Instr::Break => {
+                // Jumps to the loop's exit, patched when the loop ends.
+                if self.breaks.is_empty() {
+                    return Err(Diagnostic::new(self.file, "`Break` outside a loop").in_path(path));
+                }
+                let at = self.emit(Op::Jump { target: 0 }, path.to_string());
+                if let Some(list) = self.breaks.last_mut() {
+                    list.push(at);
+                }
+                return Ok(());
+            }
+            Instr::AtomicAdd { counter, add, into } => {
+                let counter = self.counter(counter, path)?;
+                let add = self.code(add, Names::Program, path)?;
+                let slot = self.bind(into, path)?;
+                Inst::AtomicAdd { counter, add, slot }
+            }
+            Instr::CpAsync {
+                tensor,
+                src,
+                dst,
+                addr,
+                width,
+            } => {
+                let w = self.cp_async_width(width, path)?;
+                Inst::CpAsync {
+                    tensor: self.tensor(tensor, path)?,
+                    src: self.code(src, Names::Lanes, path)?,
+                    dst: self.slot(dst, path)?,
+                    addr: self.code(addr, Names::Lanes, path)?,
+                    width: w,
+                }
+            }
+            Instr::CpAsyncCommit => Inst::CpAsyncCommit,
+            Instr::CpAsyncWait(n) => Inst::CpAsyncWait {
+                n: self.code(n, Names::Program, path)?,
+            },
+            Instr::Mma(n) => self.compute(Pipe::Mma, n, path)?,
+            Instr::TmaStoreCommit => Inst::TmaStoreCommit,
+            Instr::TmaStoreWait(n) => Inst::TmaStoreWait {
+                n: self.code(n, Names::Program, path)?,
+            },
+            Instr::Arrive { bar, elect } => Inst::Arrive {
+                bar: self.bar(bar, path)?,
+                count: if *elect { 1 } else { WARP_SIZE },
+            },
+            Instr::ArriveExpectTx { bar, bytes } => Inst::ArriveExpectTx {
+                bar: self.bar(bar, path)?,
+                bytes: self.code(bytes, Names::Program, path)?,
+            },
+            Instr::ExpectTx { bar, bytes } => Inst::ExpectTx {
+                bar: self.bar(bar, path)?,
+                bytes: self.code(bytes, Names::Program, path)?,
+            },
+            Instr::Wait { bar, parity } => Inst::Wait {
+                bar: self.bar(bar, path)?,
+                parity: self.code(parity, Names::Program, path)?,
+            },
+            Instr::Wgmma {
+                n,
+                ksteps,
+                a,
+                b,
+                acc,
+            } => {
+                self.require(self.limits.has_wgmma, path, "wgmma (use mma)")?;
+                let shape = self.wgmma_shape(n, ksteps, a, b, path)?;
+                Inst::Wgmma {
+                    n: shape.n,
+                    ksteps: shape.ksteps,
+                    a: shape.a,
+                    b: shape.b,
+                    acc: self.acc(acc.as_deref().unwrap_or(DEFAULT_ACC)),
+                }
+            }
+            Instr::WgmmaFence => Inst::WgmmaFence,
+            Instr::WgmmaCommit => Inst::WgmmaCommit,
+            Instr::WgmmaWait(n) => Inst::WgmmaWait {
+                n: self.code(n, Names::Program, path)?,
+            },
+            Instr::BarSync { id, threads } => {
+                let (id, threads) = self.named_barrier(id, threads, path)?;
+                Inst::BarSync { id, threads }
+            }
+            Instr::BarArrive { id, threads } => {
+                let (id, threads) = self.named_barrier(id, threads, path)?;
+                Inst::BarArrive { id, threads }
+            }
+            Instr::SetMaxNReg { action, regs } => Inst::SetMaxNReg {
+                inc: *action == RegAction::Inc,
+                regs: self.setmaxnreg(regs, path)?,
+            },
+            Instr::Alu(n) => self.compute(Pipe::Alu, n, path)?,
+            Instr::Fma(n) => self.compute(Pipe::Fma, n, path)?,
+            Instr::Mufu(n) => self.compute(Pipe::Mufu, n, path)?,
+            Instr::Compute { pipe, count, acc } => {
+                let pipe = match pipe {
+                    ComputePipe::Alu => Pipe::Alu,
+                    ComputePipe::Fma => Pipe::Fma,
+                    ComputePipe::Mufu => Pipe::Mufu,
+                };
+                Inst::Compute {
+                    pipe,
+                    count: self.code(count, Names::Program, path)?,
+                    acc: acc.as_deref().map(|a| self.acc(a)),
+                }
+            }
+            Instr::LdShared { buf, addr, width } | Instr::StShared { buf, addr, width } => {
+                Inst::Shared {
+                    store: matches!(ins, Instr::StShared { .. }),
+                    slot: self.slot(buf, path)?,
+                    addr: self.code(addr, Names::Lanes, path)?,
+                    width: self.width(width, path)?,
+                }
+            }
+            Instr::LdGlobal {
+                tensor,
+                addr,
+                width,
+            }
+            | Instr::StGlobal {
+                tensor,
+                addr,
+                width,
+            } => Inst::Global {
+                store: matches!(ins, Instr::StGlobal { .. }),
+                tensor: self.tensor(tensor, path)?,
+                addr: self.code(addr, Names::Lanes, path)?,
+                width: self.width(width, path)?,
+            },
+        };
+        self.emit(Op::Issue(inst), path.to_string());
+        Ok(())
+    }
+
+    fn compute(&self, pipe: Pipe, n: &Expr, path: &str) -> Result<Inst, Diagnostic> {
+        Ok(Inst::Compute {
+            pipe,
+            count: self.code(n, Names::Program, path)?,
+            acc: None,
+        })
+    }
+
+    /// `BranchIfZero` over the then-block, and a `Jump` over the else-block when there is one.
+    fn if_(
+        &mut self,
+        cond: &Expr,
+        then: &[Instr],
+        otherwise: &[Instr],
+        path: &str,
+    ) -> Result<(), Diagnostic> {
+        let cond = self.code(cond, Names::Program, path)?;
+        let branch = self.emit(Op::BranchIfZero { cond, target: 0 }, path.to_string());
+        self.block(then, &format!("{path}.then"))?;
+        let jump =
+            (!otherwise.is_empty()).then(|| self.emit(Op::Jump { target: 0 }, path.to_string()));
+        let else_start = self.code.len() as u32;
+        if let Op::BranchIfZero { target, .. } = &mut self.code[branch as usize] {
+            *target = else_start;
+        }
+        if let Some(jump) = jump {
+            self.block(otherwise, &format!("{path}.else"))?;
+            let end = self.code.len() as u32;
+            if let Op::Jump { target } = &mut self.code[jump as usize] {
+                *target = end;
+            }
+        }
+        Ok(())
+    }
+
+    /// `LoopStart`, the body, `LoopEnd`; the count is evaluated once, into its own slot.
+    fn loop_(
+        &mut self,
+        var: &str,
+        count: &Expr,
+        body: &[Instr],
+        path: &str,
+    ) -> Result<(), Diagnostic> {
+        let count_expr = count;
+        let count = self.code(count, Names::Program, path)?;
+        self.trips(&count, count_expr, path)?;
+        let (scope, next) = (self.scope.len(), self.next_slot);
+        let var_slot = self.bind(var, path)?;
+        let count_slot = self.new_slot();
+        let start = self.emit(
+            Op::LoopStart {
+                var: var_slot,
+                count_slot,
+                count,
+                exit: 0,
+            },
+            path.to_string(),
+        );
+        self.breaks.push(Vec::new());
+        self.block(body, &format!("{path}({var}).body"))?;
+        self.emit(
+            Op::LoopEnd {
+                var: var_slot,
+                count_slot,
+                body: start + 1,
+            },
+            path.to_string(),
+        );
+        let exit = self.code.len() as u32;
+        if let Op::LoopStart { exit: e, .. } = &mut self.code[start as usize] {
+            *e = exit;
+        }
+        for b in self.breaks.pop().unwrap_or_default() {
+            if let Op::Jump { target } = &mut self.code[b as usize] {
+                *target = exit;
+            }
+        }
+        self.scope.truncate(scope);
+        self.next_slot = next;
+        Ok(())
+    }
+}

@@ -1,0 +1,267 @@
+//! Limits: what the GPU preset has (features, registers, shared memory, threads, named
+//! barriers) and what the simulator keeps (grid size, program length, trip counts).
+
+use super::names::Names;
+use super::Compiler;
+use crate::diag::Diagnostic;
+use crate::expr::{Binding, Code};
+use crate::program::{RoleInfo, WARP_SIZE};
+use crate::scenario::{Expr, Instr, Role};
+use std::collections::BTreeMap;
+
+/// The preset's limits that static validation checks against.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    pub gpu: String,
+    /// SMs of the GPU: the predefined constant `num_sms` in expressions.
+    pub sm_count: u32,
+    pub max_regs_per_thread: u32,
+    pub has_setmaxnreg: bool,
+    /// setmaxnreg's range: 24..=this, multiples of 8.
+    pub setmaxnreg_max: u32,
+    pub regs_per_sm: u32,
+    /// Registers are allocated per warp in units of this many.
+    pub reg_alloc_unit: u32,
+    pub smem_per_cta: u64,
+    pub max_threads_per_cta: u32,
+    pub named_barriers: u32,
+    pub has_tma: bool,
+    pub has_wgmma: bool,
+}
+
+/// The most CTAs a kernel may launch: the simulator keeps every launched CTA's and warp's record.
+pub const MAX_GRID: i64 = 1 << 18;
+/// The most ops one role's program may compile to.
+pub const MAX_OPS: usize = 1 << 20;
+/// The largest loop trip count.
+pub const MAX_TRIPS: i64 = 1 << 32;
+
+/// The largest mbarrier arrival count (PTX: 2^20 - 1).
+pub(super) const MAX_ARRIVALS: i64 = (1 << 20) - 1;
+
+impl Compiler<'_> {
+    /// An error unless the GPU has the feature `what`.
+    pub(super) fn require(&self, ok: bool, path: &str, what: &str) -> Result<(), Diagnostic> {
+        if ok {
+            Ok(())
+        } else {
+            Err(
+                Diagnostic::new(self.file, format!("{} has no {what}", self.limits.gpu))
+                    .in_path(path),
+            )
+        }
+    }
+
+    /// The kernel's registers per thread at launch.
+    pub(super) fn launch_regs(&self, e: &Expr) -> Result<u32, Diagnostic> {
+        let max = self.limits.max_regs_per_thread as i64;
+        let regs = self.in_range(
+            e,
+            "kernel.regs_per_thread",
+            "registers per thread at launch",
+            1,
+            max,
+        )?;
+        Ok(regs as u32)
+    }
+
+    /// The CTA's shared memory (buffers and mbarriers) fits the preset's per-CTA limit.
+    pub(super) fn smem_limit(&self, smem_bytes: u64) -> Result<(), Diagnostic> {
+        let lim = self.limits;
+        if smem_bytes > lim.smem_per_cta {
+            return Err(Diagnostic::new(
+                self.file,
+                format!(
+                    "the CTA needs {smem_bytes} bytes of shared memory ({}); {} allows at most {} per CTA",
+                    self.buffers
+                        .iter()
+                        .map(|b| format!("{} {}x{} B", b.name, b.slots, b.slot_bytes))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    lim.gpu,
+                    lim.smem_per_cta
+                ),
+            )
+            .in_path("kernel.smem"));
+        }
+        Ok(())
+    }
+
+    /// A role's registers per thread: within the preset's limit, and either the launch count or
+    /// one its program reaches with `SetMaxNReg`.
+    pub(super) fn role_regs(&self, r: &Role, launch: u32, path: &str) -> Result<u32, Diagnostic> {
+        let lim = self.limits;
+        let regs = self.constant(&r.regs, path, "registers per thread")?;
+        let max = lim.setmaxnreg_max.max(lim.max_regs_per_thread) as i64;
+        if regs < 1 || regs > max {
+            return Err(self.err(
+                Some(r.regs.id),
+                path,
+                format!(
+                    "role `{}` asks for {regs} registers per thread; {} allows at most {} ({} with setmaxnreg)",
+                    r.name, lim.gpu, lim.max_regs_per_thread, lim.setmaxnreg_max
+                ),
+            ));
+        }
+        if regs != launch as i64 && !sets_regs_to(&r.program, regs, &self.params) {
+            return Err(self.err(
+                Some(r.regs.id),
+                path,
+                format!(
+                    "role `{}` runs with {regs} registers per thread but the kernel launches with {launch}; its program must reach {regs} with SetMaxNReg",
+                    r.name
+                ),
+            ));
+        }
+        Ok(regs as u32)
+    }
+
+    /// A `SetMaxNReg` count: 24..=the preset's maximum, a multiple of 8.
+    pub(super) fn setmaxnreg(&self, regs: &Expr, path: &str) -> Result<u32, Diagnostic> {
+        self.require(self.limits.has_setmaxnreg, path, "setmaxnreg (sm_90a)")?;
+        let max = self.limits.setmaxnreg_max as i64;
+        let v = self.in_range(regs, path, "setmaxnreg count", 24, max)?;
+        if v % 8 != 0 {
+            return Err(self.err(
+                Some(regs.id),
+                path,
+                format!("setmaxnreg count {v} is not a multiple of 8 (expected 24..={max})"),
+            ));
+        }
+        Ok(v as u32)
+    }
+
+    /// A named barrier's id (checked when constant) and thread count (a multiple of the warp
+    /// size, at most the CTA's thread limit).
+    pub(super) fn named_barrier(
+        &self,
+        id: &Expr,
+        threads: &Expr,
+        path: &str,
+    ) -> Result<(Code, u32), Diagnostic> {
+        let code = self.code(id, Names::Program, path)?;
+        let n = self.limits.named_barriers as i64;
+        if let Some(v) = code.as_const() {
+            if v < 0 || v >= n {
+                return Err(self.err(
+                    Some(id.id),
+                    path,
+                    format!("named barrier id {v} is out of range: expected 0..{n}"),
+                ));
+            }
+        }
+        let t = self.in_range(
+            threads,
+            path,
+            "thread count",
+            32,
+            self.limits.max_threads_per_cta as i64,
+        )?;
+        if t % 32 != 0 {
+            return Err(self.err(
+                Some(threads.id),
+                path,
+                format!("named-barrier thread count {t} is not a multiple of 32 (the warp size)"),
+            ));
+        }
+        Ok((code, t as u32))
+    }
+
+    /// A loop's trip count, when constant, is at most [`MAX_TRIPS`].
+    pub(super) fn trips(&self, count: &Code, e: &Expr, path: &str) -> Result<(), Diagnostic> {
+        if let Some(n) = count.as_const().filter(|&n| n > MAX_TRIPS) {
+            return Err(self.err(
+                Some(e.id),
+                path,
+                format!("loop trip count {n} exceeds the limit {MAX_TRIPS}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The role's compiled program has at most [`MAX_OPS`] ops.
+    pub(super) fn ops_limit(&self, role: &str, path: &str) -> Result<(), Diagnostic> {
+        if self.code.len() > MAX_OPS {
+            return Err(Diagnostic::new(
+                self.file,
+                format!(
+                    "the program of role `{role}` compiles to {} ops; the limit is {MAX_OPS}",
+                    self.code.len()
+                ),
+            )
+            .in_path(path));
+        }
+        Ok(())
+    }
+
+    /// The CTA's threads, and its registers at launch and under the roles' budgets, fit the SM.
+    pub(super) fn cta_limits(
+        &self,
+        roles: &[RoleInfo],
+        launch_regs: u32,
+        launch_expr: &Expr,
+    ) -> Result<(), Diagnostic> {
+        let lim = self.limits;
+        let warps: u32 = roles.iter().map(|r| r.warps()).sum();
+        let threads = warps * WARP_SIZE;
+        if threads > lim.max_threads_per_cta {
+            return Err(Diagnostic::new(
+                self.file,
+                format!(
+                    "the CTA has {threads} threads ({warps} warps); {} allows at most {} per CTA",
+                    lim.gpu, lim.max_threads_per_cta
+                ),
+            )
+            .in_path("kernel.roles"));
+        }
+        let alloc = |regs: u32, warps: u32| {
+            (regs * WARP_SIZE).div_ceil(lim.reg_alloc_unit) * lim.reg_alloc_unit * warps
+        };
+        let at_launch = alloc(launch_regs, warps);
+        if at_launch > lim.regs_per_sm {
+            return Err(self.err(
+                Some(launch_expr.id),
+                "kernel.regs_per_thread",
+                format!(
+                    "{threads} threads x {launch_regs} registers need {at_launch} registers; {} has {} per SM",
+                    lim.gpu, lim.regs_per_sm
+                ),
+            ));
+        }
+        let budget: u32 = roles.iter().map(|r| alloc(r.regs, r.warps())).sum();
+        if budget > lim.regs_per_sm {
+            return Err(Diagnostic::new(
+                self.file,
+                format!(
+                    "the roles' register budgets need {budget} registers ({}); {} has {} per SM",
+                    roles
+                        .iter()
+                        .map(|r| format!("{} {}x{}", r.name, r.warps() * WARP_SIZE, r.regs))
+                        .collect::<Vec<_>>()
+                        .join(" + "),
+                    lim.gpu,
+                    lim.regs_per_sm
+                ),
+            )
+            .in_path("kernel.roles"));
+        }
+        Ok(())
+    }
+}
+
+/// Whether `program` contains a `SetMaxNReg` to `regs` (parameters folded).
+fn sets_regs_to(program: &[Instr], regs: i64, params: &BTreeMap<String, i64>) -> bool {
+    program.iter().any(|i| match i {
+        Instr::SetMaxNReg { regs: r, .. } => {
+            Code::compile(&r.ast, &mut |n| params.get(n).map(|&v| Binding::Const(v)))
+                .ok()
+                .and_then(|c| c.as_const())
+                == Some(regs)
+        }
+        Instr::Loop { body, .. } => sets_regs_to(body, regs, params),
+        Instr::If {
+            then, otherwise, ..
+        } => sets_regs_to(then, regs, params) || sets_regs_to(otherwise, regs, params),
+        _ => false,
+    })
+}

@@ -1,0 +1,143 @@
+//! Static validation and compilation of a scenario into a [`program::Kernel`].
+//!
+//! One walk over the scenario does everything, in document order, so the first error reported
+//! is the first one in the file:
+//! - [`names`] resolves parameters, built-ins, loop variables, tensors, buffers, mbarriers,
+//!   counters and accumulators, and suggests the closest name when one is unknown;
+//! - [`resources`] declares tensors, buffers, mbarriers and counters and lays out shared memory;
+//! - [`shapes`] checks operand shapes (dimensions, coordinates, TMA boxes, wgmma, widths);
+//! - [`limits`] checks the GPU preset's and the simulator's limits;
+//! - [`codegen`] lowers each role's program to flat [`program::Op`] code.
+//!
+//! Every error names the instruction's path and, when it belongs to an expression or a
+//! reference, the file:line:column of that node.
+
+mod codegen;
+mod limits;
+mod names;
+mod resources;
+mod shapes;
+#[cfg(test)]
+mod tests;
+
+pub use limits::{Limits, MAX_GRID, MAX_OPS, MAX_TRIPS};
+
+use crate::diag::Diagnostic;
+use crate::program::{self, Op};
+use crate::scenario::Scenario;
+use std::collections::BTreeMap;
+
+/// Validates `scenario` with parameters overridden by `overrides` and compiles it.
+/// `file` and `source` are used to point errors at line and column.
+pub fn compile(
+    scenario: &Scenario,
+    overrides: &[(String, i64)],
+    limits: &Limits,
+    file: &str,
+    source: &str,
+) -> Result<program::Kernel, Diagnostic> {
+    let params = names::params(scenario, overrides, file)?;
+    let mut c = Compiler {
+        file,
+        source,
+        params,
+        limits,
+        scope: Vec::new(),
+        next_slot: program::slot::FIRST_LOOP_SLOT,
+        max_slot: program::slot::FIRST_LOOP_SLOT,
+        code: Vec::new(),
+        paths: Vec::new(),
+        breaks: Vec::new(),
+        accs: Vec::new(),
+        counters: Vec::new(),
+        tensors: Vec::new(),
+        buffers: Vec::new(),
+        mbarriers: Vec::new(),
+    };
+    c.kernel(scenario)
+}
+
+/// The compiler's state: what is declared so far, and the role being compiled.
+struct Compiler<'a> {
+    file: &'a str,
+    source: &'a str,
+    params: BTreeMap<String, i64>,
+    limits: &'a Limits,
+    /// Loop variables in scope, innermost last.
+    scope: Vec<(String, u16)>,
+    next_slot: u16,
+    max_slot: u16,
+    code: Vec<Op>,
+    paths: Vec<String>,
+    /// Per enclosing loop, the `Break` jumps to point at its exit.
+    breaks: Vec<Vec<u32>>,
+    accs: Vec<String>,
+    counters: Vec<(String, i64)>,
+    tensors: Vec<program::TensorInfo>,
+    buffers: Vec<program::BufferInfo>,
+    mbarriers: Vec<program::MBarrierInfo>,
+}
+
+impl Compiler<'_> {
+    /// An error at `path`, pointing at the spanned node `node_id` when it has a position.
+    fn err(&self, node_id: Option<u32>, path: &str, message: String) -> Diagnostic {
+        let d = Diagnostic::new(self.file, message).in_path(path);
+        match node_id.and_then(|id| crate::locate(self.source, id)) {
+            Some((line, col)) => d.at(self.source, line, col),
+            None => d,
+        }
+    }
+
+    /// The pass driver: launch configuration, declarations, roles, then CTA-wide limits.
+    fn kernel(&mut self, s: &Scenario) -> Result<program::Kernel, Diagnostic> {
+        let k = &s.kernel;
+        let grid = self.in_range(&k.grid, "kernel.grid", "grid (CTAs)", 1, MAX_GRID)? as u32;
+        let launch_regs = self.launch_regs(&k.regs_per_thread)?;
+        let layout = self.declare(k)?;
+
+        if k.roles.is_empty() {
+            return Err(
+                Diagnostic::new(self.file, "the kernel has no roles").in_path("kernel.roles")
+            );
+        }
+        let mut roles = Vec::new();
+        for (i, r) in k.roles.iter().enumerate() {
+            let path = format!("kernel.roles[{i}] `{}`", r.name);
+            if k.roles[..i].iter().any(|o| o.name == r.name) {
+                return Err(Diagnostic::new(
+                    self.file,
+                    format!("two roles are named `{}`", r.name),
+                )
+                .in_path(path));
+            }
+            roles.push(self.role(r, launch_regs, &path)?);
+        }
+        self.cta_limits(&roles, launch_regs, &k.regs_per_thread)?;
+
+        let analytic = match &s.analytic {
+            None => None,
+            Some(a) => Some(program::AnalyticInfo {
+                cycles: self.constant(&a.cycles, "analytic.cycles", "analytic cycles")?,
+                bound: a.bound.clone(),
+                note: a.note.clone(),
+            }),
+        };
+
+        Ok(program::Kernel {
+            name: s.name.clone(),
+            gpu: s.gpu.clone(),
+            params: self.params.clone(),
+            grid,
+            regs_per_thread: launch_regs,
+            tensors: std::mem::take(&mut self.tensors),
+            buffers: std::mem::take(&mut self.buffers),
+            mbarriers: std::mem::take(&mut self.mbarriers),
+            mbarrier_count: layout.mbarrier_count,
+            smem_bytes: layout.smem_bytes,
+            counters: std::mem::take(&mut self.counters),
+            accs: std::mem::take(&mut self.accs),
+            roles,
+            analytic,
+        })
+    }
+}

@@ -1,0 +1,374 @@
+//! Name resolution: parameters and their `--set` overrides, the predefined `num_sms`, built-ins,
+//! loop variables, declared tensors, buffers, mbarriers and counters, and accumulator labels.
+//! An unknown name is reported with the names defined at that point and the closest one.
+
+use super::Compiler;
+use crate::diag::Diagnostic;
+use crate::expr::{Ast, Binding, Code, CompileError};
+use crate::program::{slot, BarRef, SlotRef};
+use crate::scenario::{Expr, Ref, Scenario};
+use std::collections::BTreeMap;
+
+/// Predefined constant: the GPU's SM count (for persistent grids).
+const NUM_SMS: &str = "num_sms";
+
+/// Which names an expression may use.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Names {
+    /// Parameters only (resource declarations, evaluated once).
+    Params,
+    /// Parameters, built-ins except `lane`, and loop variables.
+    Program,
+    /// As `Program`, plus `lane` (per-lane address expressions).
+    Lanes,
+}
+
+/// The scenario's parameters with `overrides` applied; none may shadow a predefined name.
+pub(super) fn params(
+    scenario: &Scenario,
+    overrides: &[(String, i64)],
+    file: &str,
+) -> Result<BTreeMap<String, i64>, Diagnostic> {
+    let mut params: BTreeMap<String, i64> = scenario
+        .params
+        .iter()
+        .map(|(k, v)| (k.clone(), v.0))
+        .collect();
+    for (key, value) in overrides {
+        match params.get_mut(key) {
+            Some(v) => *v = *value,
+            None => {
+                let known: Vec<&str> = params.keys().map(String::as_str).collect();
+                return Err(Diagnostic::new(
+                    file,
+                    format!(
+                        "--set {key}: the scenario has no parameter `{key}`{} (parameters: {})",
+                        suggest(key, known.iter().copied()),
+                        list_or_none(&known)
+                    ),
+                ));
+            }
+        }
+    }
+    for name in params.keys() {
+        if name == NUM_SMS {
+            return Err(Diagnostic::new(
+                file,
+                format!("parameter `{name}` shadows the predefined constant `{NUM_SMS}` (the GPU's SM count); rename it"),
+            )
+            .in_path("params"));
+        }
+        if let Some((b, _)) = slot::BUILTINS.iter().find(|(b, _)| b == name) {
+            return Err(Diagnostic::new(
+                file,
+                format!("parameter `{name}` shadows the built-in variable `{b}`; rename it"),
+            )
+            .in_path("params"));
+        }
+    }
+    Ok(params)
+}
+
+impl Compiler<'_> {
+    /// Compiles expression `e` with the names that `names` allows.
+    pub(super) fn code(&self, e: &Expr, names: Names, path: &str) -> Result<Code, Diagnostic> {
+        let mut resolve = |n: &str| -> Option<Binding> {
+            if let Some(&v) = self.params.get(n) {
+                return Some(Binding::Const(v));
+            }
+            if n == NUM_SMS {
+                return Some(Binding::Const(self.limits.sm_count as i64));
+            }
+            if names == Names::Params {
+                return None;
+            }
+            if let Some((_, s)) = self.scope.iter().rev().find(|(v, _)| v == n) {
+                return Some(Binding::Slot(*s));
+            }
+            slot::BUILTINS
+                .iter()
+                .find(|(b, s)| *b == n && (names == Names::Lanes || *s != slot::LANE))
+                .map(|(_, s)| Binding::Slot(*s))
+        };
+        Code::compile(&e.ast, &mut resolve).map_err(|err| {
+            let unknown = match err {
+                CompileError::UnknownName(n) => n,
+                CompileError::TooDeep => {
+                    return self.err(Some(e.id), path, format!("{err}: `{}`", e.text))
+                }
+            };
+            let mut known: Vec<&str> = self.params.keys().map(String::as_str).collect();
+            known.push(NUM_SMS);
+            if names != Names::Params {
+                known.extend(self.scope.iter().map(|(v, _)| v.as_str()));
+                known.extend(
+                    slot::BUILTINS
+                        .iter()
+                        .filter(|(_, s)| names == Names::Lanes || *s != slot::LANE)
+                        .map(|(b, _)| *b),
+                );
+            }
+            let hint = if unknown == "lane" {
+                " (`lane` is only defined in per-lane address expressions)".to_string()
+            } else {
+                suggest(&unknown, known.iter().copied())
+            };
+            self.err(
+                Some(e.id),
+                path,
+                format!(
+                    "unknown name `{unknown}` in expression `{}`{hint}; names defined here: {}",
+                    e.text,
+                    list_or_none(&known)
+                ),
+            )
+        })
+    }
+
+    /// An expression that must be a constant once parameters are folded.
+    pub(super) fn constant(&self, e: &Expr, path: &str, what: &str) -> Result<i64, Diagnostic> {
+        let code = self.code(e, Names::Params, path).map_err(|d| {
+            if self.scope.is_empty() {
+                d
+            } else {
+                self.err(
+                    Some(e.id),
+                    path,
+                    format!("{what} must be a constant (parameters only): `{}`", e.text),
+                )
+            }
+        })?;
+        code.as_const().ok_or_else(|| {
+            self.err(
+                Some(e.id),
+                path,
+                format!(
+                    "{what} `{}` cannot be evaluated (division by zero or overflow)",
+                    e.text
+                ),
+            )
+        })
+    }
+
+    /// A constant expression that must lie in `lo..=hi`.
+    pub(super) fn in_range(
+        &self,
+        e: &Expr,
+        path: &str,
+        what: &str,
+        lo: i64,
+        hi: i64,
+    ) -> Result<i64, Diagnostic> {
+        let v = self.constant(e, path, what)?;
+        if v < lo || v > hi {
+            return Err(self.err(
+                Some(e.id),
+                path,
+                format!("{what} is {v} (`{}`); expected {lo}..={hi}", e.text),
+            ));
+        }
+        Ok(v)
+    }
+
+    /// Tensors, buffers, mbarriers and counters share one namespace.
+    pub(super) fn unique_name(&self, name: &str, path: &str) -> Result<(), Diagnostic> {
+        let taken = self.tensors.iter().any(|t| t.name == name)
+            || self.buffers.iter().any(|b| b.name == name)
+            || self.mbarriers.iter().any(|m| m.name == name)
+            || self.counters.iter().any(|(c, _)| c == name);
+        if taken {
+            return Err(Diagnostic::new(
+                self.file,
+                format!("the name `{name}` is declared twice (tensors, buffers, mbarriers and counters share one namespace)"),
+            )
+            .in_path(path));
+        }
+        Ok(())
+    }
+
+    /// The mbarrier element `r` names.
+    pub(super) fn bar(&self, r: &Ref, path: &str) -> Result<BarRef, Diagnostic> {
+        let arrays = self.mbarriers.iter().map(|m| (m.name.as_str(), m.count));
+        let (array, index) = self.element(r, path, "mbarrier", arrays)?;
+        Ok(BarRef { array, index })
+    }
+
+    /// The buffer slot `r` names.
+    pub(super) fn slot(&self, r: &Ref, path: &str) -> Result<SlotRef, Diagnostic> {
+        let arrays = self.buffers.iter().map(|b| (b.name.as_str(), b.slots));
+        let (buf, slot) = self.element(r, path, "shared-memory buffer", arrays)?;
+        Ok(SlotRef { buf, slot })
+    }
+
+    /// The array that `r` names among `arrays` (name and length), and its index.
+    fn element<'n>(
+        &self,
+        r: &Ref,
+        path: &str,
+        kind: &str,
+        arrays: impl Iterator<Item = (&'n str, u32)> + Clone,
+    ) -> Result<(u16, Code), Diagnostic> {
+        match arrays
+            .clone()
+            .enumerate()
+            .find(|(_, (n, _))| *n == r.parsed.name)
+        {
+            Some((i, (_, len))) => Ok((i as u16, self.index(r, len, path)?)),
+            None => Err(self.err(
+                Some(r.id),
+                path,
+                not_declared(kind, &r.parsed.name, arrays.map(|(n, _)| n)),
+            )),
+        }
+    }
+
+    /// A reference's index; a constant one must lie in `0..len`.
+    fn index(&self, r: &Ref, len: u32, path: &str) -> Result<Code, Diagnostic> {
+        let e = Expr {
+            text: r.text.clone(),
+            ast: r.parsed.index.clone(),
+            id: r.id,
+        };
+        let code = self.code(&e, Names::Program, path)?;
+        if let Some(v) = code.as_const() {
+            if v < 0 || v >= len as i64 {
+                return Err(self.err(
+                    Some(r.id),
+                    path,
+                    format!(
+                        "index {v} of `{}` is out of range: it has {len} elements",
+                        r.parsed.name
+                    ),
+                ));
+            }
+        }
+        Ok(code)
+    }
+
+    // Tensor and counter names are plain strings, not spanned nodes: their errors have no
+    // position, only the instruction's path.
+    pub(super) fn tensor(&self, name: &str, path: &str) -> Result<u16, Diagnostic> {
+        let known = self.tensors.iter().map(|t| t.name.as_str());
+        self.declared("tensor", name, known, path)
+    }
+
+    pub(super) fn counter(&self, name: &str, path: &str) -> Result<u16, Diagnostic> {
+        let known = self.counters.iter().map(|(n, _)| n.as_str());
+        self.declared("counter", name, known, path)
+    }
+
+    /// The position of `name` among the declared `known` names of a kind.
+    fn declared<'n>(
+        &self,
+        kind: &str,
+        name: &str,
+        known: impl Iterator<Item = &'n str> + Clone,
+        path: &str,
+    ) -> Result<u16, Diagnostic> {
+        match known.clone().position(|k| k == name) {
+            Some(i) => Ok(i as u16),
+            None => Err(Diagnostic::new(self.file, not_declared(kind, name, known)).in_path(path)),
+        }
+    }
+
+    /// The index of accumulator label `name`, registering it on first use.
+    pub(super) fn acc(&mut self, name: &str) -> u16 {
+        match self.accs.iter().position(|a| a == name) {
+            Some(i) => i as u16,
+            None => {
+                self.accs.push(name.to_string());
+                (self.accs.len() - 1) as u16
+            }
+        }
+    }
+
+    /// Allocates a run-time slot for a new variable `var` visible in the current block.
+    pub(super) fn bind(&mut self, var: &str, path: &str) -> Result<u16, Diagnostic> {
+        if self.params.contains_key(var)
+            || var == NUM_SMS
+            || slot::BUILTINS.iter().any(|(b, _)| *b == var)
+            || self.scope.iter().any(|(v, _)| v == var)
+        {
+            return Err(Diagnostic::new(
+                self.file,
+                format!("variable `{var}` shadows a parameter, a built-in, `{NUM_SMS}` or a variable in scope"),
+            )
+            .in_path(path));
+        }
+        if crate::expr::parse(var) != Ok(Ast::Name(var.to_string())) {
+            return Err(Diagnostic::new(
+                self.file,
+                format!("`{var}` is not a valid variable name"),
+            )
+            .in_path(path));
+        }
+        let s = self.new_slot();
+        self.scope.push((var.to_string(), s));
+        Ok(s)
+    }
+
+    /// A run-time slot, free again when the enclosing block ends.
+    pub(super) fn new_slot(&mut self) -> u16 {
+        let s = self.next_slot;
+        self.next_slot += 1;
+        self.max_slot = self.max_slot.max(self.next_slot);
+        s
+    }
+}
+
+/// "no {kind} named `name` (did you mean `x`?); declared: ...".
+fn not_declared<'n>(kind: &str, name: &str, known: impl Iterator<Item = &'n str>) -> String {
+    let known: Vec<&str> = known.collect();
+    format!(
+        "no {kind} named `{name}`{}; declared: {}",
+        suggest(name, known.iter().copied()),
+        list_or_none(&known)
+    )
+}
+
+fn list_or_none(names: &[&str]) -> String {
+    if names.is_empty() {
+        "(none)".to_string()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// " (did you mean `x`?)" for the closest name within edit distance 2, else "".
+fn suggest<'n>(name: &str, known: impl Iterator<Item = &'n str>) -> String {
+    known
+        .map(|k| (edit_distance(name, k), k))
+        .filter(|(d, _)| *d <= 2)
+        .min()
+        .map(|(_, k)| format!(" (did you mean `{k}`?)"))
+        .unwrap_or_default()
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur.push(
+                (prev[j] + (ca != *cb) as usize)
+                    .min(prev[j + 1] + 1)
+                    .min(cur[j] + 1),
+            );
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edit_distance_closed_forms() {
+        assert_eq!(edit_distance("stages", "stages"), 0);
+        assert_eq!(edit_distance("stagess", "stages"), 1);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+}

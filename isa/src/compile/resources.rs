@@ -1,0 +1,79 @@
+//! Resource declarations: global tensors, shared-memory buffers, mbarrier arrays and counters,
+//! and the CTA's shared-memory layout.
+
+use super::limits::MAX_ARRIVALS;
+use super::Compiler;
+use crate::diag::Diagnostic;
+use crate::program;
+use crate::scenario::Kernel;
+
+/// Where the declarations put the CTA's mbarriers and how much shared memory they all take.
+pub(super) struct Layout {
+    pub mbarrier_count: u32,
+    pub smem_bytes: u64,
+}
+
+impl Compiler<'_> {
+    /// Declares the kernel's resources in file order and checks the CTA's shared memory.
+    pub(super) fn declare(&mut self, k: &Kernel) -> Result<Layout, Diagnostic> {
+        for (i, t) in k.tensors.iter().enumerate() {
+            let path = format!("kernel.tensors[{i}] `{}`", t.name);
+            self.unique_name(&t.name, &path)?;
+            let shape = self.shape(&t.shape, &path)?;
+            let bytes = shape.iter().product::<u64>() * t.dtype.bytes();
+            self.tensors.push(program::TensorInfo {
+                name: t.name.clone(),
+                dtype: t.dtype,
+                shape,
+                bytes,
+            });
+        }
+
+        // Buffers in declaration order, each 128-byte aligned (TMA needs aligned shared memory).
+        let mut smem: u64 = 0;
+        for (i, b) in k.smem.iter().enumerate() {
+            let path = format!("kernel.smem[{i}] `{}`", b.name);
+            self.unique_name(&b.name, &path)?;
+            let slots = self.in_range(&b.slots, &path, "slots", 1, 1 << 16)? as u32;
+            let shape = self.shape(&b.shape, &path)?;
+            let slot_bytes = shape.iter().product::<u64>() * b.dtype.bytes();
+            let base = smem.div_ceil(128) * 128;
+            smem = base + slot_bytes * slots as u64;
+            self.buffers.push(program::BufferInfo {
+                name: b.name.clone(),
+                slots,
+                dtype: b.dtype,
+                shape,
+                slot_bytes,
+                base,
+            });
+        }
+        // The mbarrier arrays, flattened; 8 bytes each after the buffers.
+        let mut first = 0u32;
+        for (i, m) in k.mbarriers.iter().enumerate() {
+            let path = format!("kernel.mbarriers[{i}] `{}`", m.name);
+            self.unique_name(&m.name, &path)?;
+            let count = self.in_range(&m.count, &path, "count", 1, 1 << 16)? as u32;
+            let arrivals = self.in_range(&m.arrivals, &path, "arrivals", 1, MAX_ARRIVALS)? as u32;
+            self.mbarriers.push(program::MBarrierInfo {
+                name: m.name.clone(),
+                count,
+                arrivals,
+                first,
+            });
+            first += count;
+        }
+        let smem_bytes = smem.div_ceil(8) * 8 + 8 * first as u64;
+        for (i, c) in k.counters.iter().enumerate() {
+            let path = format!("kernel.counters[{i}] `{}`", c.name);
+            self.unique_name(&c.name, &path)?;
+            let init = self.constant(&c.init, &path, "initial value")?;
+            self.counters.push((c.name.clone(), init));
+        }
+        self.smem_limit(smem_bytes)?;
+        Ok(Layout {
+            mbarrier_count: first,
+            smem_bytes,
+        })
+    }
+}

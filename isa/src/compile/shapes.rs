@@ -1,0 +1,189 @@
+//! Shape checks: array shapes, TMA coordinates and boxes, wgmma's N, k-steps and operand sizes,
+//! and per-lane access widths.
+
+use super::names::Names;
+use super::Compiler;
+use crate::diag::Diagnostic;
+use crate::expr::Code;
+use crate::program::SlotRef;
+use crate::scenario::{AOperand, Expr, Ref};
+
+/// wgmma N: a multiple of 8 in 8..=256 (PTX wgmma.mma_async, 16-bit types).
+const WGMMA_N_MAX: i64 = 256;
+
+/// The largest TMA box dimension, in elements (cuTensorMapEncodeTiled's boxDim).
+const TMA_BOX_MAX: u64 = 256;
+
+/// A checked wgmma shape: m64 n`n` k(16 x `ksteps`), with its shared-memory operands.
+pub(super) struct WgmmaShape {
+    pub n: u32,
+    pub ksteps: u32,
+    pub a: Option<SlotRef>,
+    pub b: SlotRef,
+}
+
+impl Compiler<'_> {
+    /// A tensor's or buffer slot's shape: 1 to 5 dimensions (TMA's rank limit), each positive.
+    pub(super) fn shape(&self, dims: &[Expr], path: &str) -> Result<Vec<u64>, Diagnostic> {
+        if dims.is_empty() || dims.len() > 5 {
+            return Err(Diagnostic::new(
+                self.file,
+                format!("a shape has 1 to 5 dimensions, this one has {}", dims.len()),
+            )
+            .in_path(path));
+        }
+        dims.iter()
+            .map(|d| {
+                self.in_range(d, path, "dimension", 1, 1 << 40)
+                    .map(|v| v as u64)
+            })
+            .collect()
+    }
+
+    /// TMA coordinates: one per dimension of `tensor`.
+    pub(super) fn coords(
+        &self,
+        tensor: u16,
+        coords: &[Expr],
+        path: &str,
+    ) -> Result<Vec<Code>, Diagnostic> {
+        let rank = self.tensors[tensor as usize].shape.len();
+        if coords.len() != rank {
+            return Err(Diagnostic::new(
+                self.file,
+                format!(
+                    "tensor `{}` has {rank} dimensions but {} coordinates are given",
+                    self.tensors[tensor as usize].name,
+                    coords.len()
+                ),
+            )
+            .in_path(path));
+        }
+        coords
+            .iter()
+            .map(|c| self.code(c, Names::Program, path))
+            .collect()
+    }
+
+    /// The bytes one TMA copy moves: the box is the buffer's slot, of the tensor's rank and type.
+    pub(super) fn tma_box(
+        &self,
+        tensor: u16,
+        slot: &SlotRef,
+        path: &str,
+    ) -> Result<u64, Diagnostic> {
+        let t = &self.tensors[tensor as usize];
+        let b = &self.buffers[slot.buf as usize];
+        if t.shape.len() != b.shape.len() {
+            return Err(Diagnostic::new(
+                self.file,
+                format!(
+                    "the TMA box is buffer `{}`'s slot shape ({} dimensions) but tensor `{}` has {}",
+                    b.name,
+                    b.shape.len(),
+                    t.name,
+                    t.shape.len()
+                ),
+            )
+            .in_path(path));
+        }
+        if let Some(d) = b.shape.iter().find(|&&d| d > TMA_BOX_MAX) {
+            return Err(Diagnostic::new(
+                self.file,
+                format!(
+                    "TMA box dimension {d} of buffer `{}` exceeds {TMA_BOX_MAX} elements",
+                    b.name
+                ),
+            )
+            .in_path(path));
+        }
+        if t.dtype != b.dtype {
+            return Err(Diagnostic::new(
+                self.file,
+                format!(
+                    "tensor `{}` is {:?} but buffer `{}` is {:?}",
+                    t.name, t.dtype, b.name, b.dtype
+                ),
+            )
+            .in_path(path));
+        }
+        Ok(b.slot_bytes)
+    }
+
+    /// wgmma's N and k-steps, and operand slots large enough for A (64 x K) and B (N x K).
+    pub(super) fn wgmma_shape(
+        &self,
+        n: &Expr,
+        ksteps: &Expr,
+        a: &AOperand,
+        b: &Ref,
+        path: &str,
+    ) -> Result<WgmmaShape, Diagnostic> {
+        let nv = self.constant(n, path, "wgmma N")?;
+        if nv % 8 != 0 || !(8..=WGMMA_N_MAX).contains(&nv) {
+            return Err(self.err(
+                Some(n.id),
+                path,
+                format!(
+                    "wgmma N is {nv}; expected a multiple of 8 in 8..={WGMMA_N_MAX} (m64nNk16)"
+                ),
+            ));
+        }
+        let ks = self.in_range(ksteps, path, "wgmma k-steps", 1, 64)? as u32;
+        let a = match a {
+            AOperand::Regs => None,
+            AOperand::Smem(r) => Some(self.operand(r, path, 64 * 16 * ks as u64, "A")?),
+        };
+        let b = self.operand(b, path, nv as u64 * 16 * ks as u64, "B")?;
+        Ok(WgmmaShape {
+            n: nv as u32,
+            ksteps: ks,
+            a,
+            b,
+        })
+    }
+
+    /// A wgmma operand slot; checks the slot holds `elems` elements of a 16-bit type.
+    fn operand(&self, r: &Ref, path: &str, elems: u64, which: &str) -> Result<SlotRef, Diagnostic> {
+        let s = self.slot(r, path)?;
+        let b = &self.buffers[s.buf as usize];
+        let need = elems * 2;
+        if b.slot_bytes < need {
+            return Err(self.err(
+                Some(r.id),
+                path,
+                format!(
+                    "wgmma operand {which} needs {need} bytes but a slot of `{}` holds {}",
+                    b.name, b.slot_bytes
+                ),
+            ));
+        }
+        Ok(s)
+    }
+
+    /// Bytes per lane of a load or store: 1, 2, 4, 8 or 16.
+    pub(super) fn width(&self, e: &Expr, path: &str) -> Result<u32, Diagnostic> {
+        let w = self.constant(e, path, "access width")?;
+        if ![1, 2, 4, 8, 16].contains(&w) {
+            return Err(self.err(
+                Some(e.id),
+                path,
+                format!("access width is {w} bytes per lane; expected 1, 2, 4, 8 or 16"),
+            ));
+        }
+        Ok(w as u32)
+    }
+
+    /// Bytes per lane of a cp.async: 4, 8 or 16 (PTX cp.async.ca/cg cp-size).
+    pub(super) fn cp_async_width(&self, e: &Expr, path: &str) -> Result<u32, Diagnostic> {
+        let w = self.width(e, path)?;
+        if ![4, 8, 16].contains(&w) {
+            return Err(self.err(
+                Some(e.id),
+                path,
+                format!("cp.async copies 4, 8 or 16 bytes per lane, not {w}"),
+            ));
+        }
+        Ok(w)
+    }
+}

@@ -1,0 +1,171 @@
+//! The compiler's behaviour on a small two-buffer pipeline and variations of it.
+
+use super::*;
+use crate::program::Op;
+
+fn h100() -> Limits {
+    Limits {
+        gpu: "h100-sxm".into(),
+        sm_count: 132,
+        max_regs_per_thread: 255,
+        has_setmaxnreg: true,
+        setmaxnreg_max: 256,
+        regs_per_sm: 65536,
+        reg_alloc_unit: 256,
+        smem_per_cta: 232448,
+        max_threads_per_cta: 1024,
+        named_barriers: 16,
+        has_tma: true,
+        has_wgmma: true,
+    }
+}
+
+const BASE: &str = r#"Scenario(
+name: "t",
+gpu: "h100-sxm",
+params: { "stages": 4, "n": 128 },
+kernel: Kernel(
+    regs_per_thread: 168,
+    tensors: [Tensor(name: "B", dtype: BF16, shape: [64, 128])],
+    smem: [
+        Buffer(name: "sA", slots: "stages", dtype: BF16, shape: [64, 64]),
+        Buffer(name: "sB", slots: "stages", dtype: BF16, shape: [64, 128]),
+    ],
+    mbarriers: [MBarrier(name: "full", count: "stages", arrivals: 1)],
+    roles: [
+        Role(name: "consumer", regs: 168, program: [
+            Loop(var: "j", count: 8, body: [
+                Wait(bar: "full[j % stages]", parity: "(j / stages) & 1"),
+                Wgmma(n: "n", ksteps: 4, a: Smem("sA[j % stages]"), b: "sB[j % stages]"),
+                WgmmaCommit,
+                WgmmaWait(0),
+            ]),
+        ]),
+    ],
+),
+)"#;
+
+fn try_compile(src: &str, sets: &[(&str, i64)]) -> Result<program::Kernel, Diagnostic> {
+    let s = crate::parse("t.ron", src)?;
+    let sets: Vec<(String, i64)> = sets.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    compile(&s, &sets, &h100(), "t.ron", src)
+}
+
+#[test]
+fn compiles_loops_to_flat_code() {
+    let k = try_compile(BASE, &[]).unwrap();
+    let role = &k.roles[0];
+    assert_eq!(role.code.len(), 6); // LoopStart, 4 instructions, LoopEnd
+    assert!(matches!(role.code[0], Op::LoopStart { exit: 6, .. }));
+    assert!(matches!(role.code[5], Op::LoopEnd { body: 1, .. }));
+    assert_eq!(k.buffers[1].base, 4 * 64 * 64 * 2);
+    assert_eq!(k.smem_bytes, 4 * (8192 + 16384) + 4 * 8);
+    assert_eq!(
+        role.paths[2],
+        "role `consumer`: program[0] loop(j).body[1] wgmma"
+    );
+}
+
+#[test]
+fn unknown_name_points_at_the_expression() {
+    let src = BASE.replace("(j / stages) & 1", "(j / stagess) & 1");
+    let e = try_compile(&src, &[]).unwrap_err();
+    assert!(
+        e.message.starts_with(
+            "unknown name `stagess` in expression `(j / stagess) & 1` (did you mean `stages`?)"
+        ),
+        "{}",
+        e.message
+    );
+    assert_eq!(e.pos.unwrap().0, 16);
+    assert!(e
+        .path
+        .unwrap()
+        .contains("program[0] loop(j).body[0] mbarrier.wait"));
+}
+
+#[test]
+fn wgmma_shape_is_checked() {
+    let e = try_compile(BASE, &[("n", 260)]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "wgmma N is 260; expected a multiple of 8 in 8..=256 (m64nNk16)"
+    );
+    assert_eq!(e.pos.unwrap().0, 17);
+    let e = try_compile(BASE, &[("n", 100)]).unwrap_err();
+    assert!(e.message.contains("N is 100"));
+    let e = try_compile(&BASE.replace("shape: [64, 128])", "shape: [16, 128])"), &[]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "wgmma operand B needs 16384 bytes but a slot of `sB` holds 4096"
+    );
+}
+
+#[test]
+fn register_limits() {
+    let src = BASE.replace("regs: 168", "regs: 300");
+    let e = try_compile(&src, &[]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "role `consumer` asks for 300 registers per thread; h100-sxm allows at most 255 (256 with setmaxnreg)"
+    );
+    assert_eq!(e.pos.unwrap().0, 14);
+    let src = BASE.replace("regs: 168", "regs: 232");
+    let e = try_compile(&src, &[]).unwrap_err();
+    assert!(
+        e.message.contains("must reach 232 with SetMaxNReg"),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn smem_limit_and_overrides() {
+    let e = try_compile(BASE, &[("stages", 12)]).unwrap_err();
+    assert!(
+        e.message
+            .starts_with("the CTA needs 295008 bytes of shared memory"),
+        "{}",
+        e.message
+    );
+    let e = try_compile(BASE, &[("stage", 2)]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "--set stage: the scenario has no parameter `stage` (did you mean `stages`?) (parameters: n, stages)"
+    );
+}
+
+#[test]
+fn references_are_checked() {
+    let e = try_compile(&BASE.replace("full[j % stages]", "ful[j]"), &[]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "no mbarrier named `ful` (did you mean `full`?); declared: full"
+    );
+    let e = try_compile(&BASE.replace("full[j % stages]", "full[4]"), &[]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "index 4 of `full` is out of range: it has 4 elements"
+    );
+    let e = try_compile(
+        &BASE.replace("Smem(\"sA[j % stages]\")", "Smem(\"full\")"),
+        &[],
+    )
+    .unwrap_err();
+    assert!(e
+        .message
+        .starts_with("no shared-memory buffer named `full`"));
+}
+
+#[test]
+fn lane_only_in_addresses() {
+    let e = try_compile(&BASE.replace("WgmmaWait(0)", "WgmmaWait(\"lane\")"), &[]).unwrap_err();
+    assert!(e
+        .message
+        .contains("`lane` is only defined in per-lane address expressions"));
+    let ok = BASE.replace(
+        "WgmmaWait(0),",
+        "WgmmaWait(0), LdShared(buf: \"sA[0]\", addr: \"lane * 4\"),",
+    );
+    try_compile(&ok, &[]).unwrap();
+}

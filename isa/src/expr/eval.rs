@@ -1,0 +1,136 @@
+//! Evaluating [`Code`] on a warp's variables: checked 64-bit arithmetic on a fixed-size stack.
+
+use super::code::{Code, Node};
+use super::{BinOp, UnOp};
+
+/// Why an expression cannot be evaluated.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EvalError {
+    #[error("division by zero")]
+    DivByZero,
+    #[error("integer overflow")]
+    Overflow,
+    #[error("shift by {0} is outside 0..64")]
+    BadShift(i64),
+}
+
+/// The deepest evaluation stack an expression may need; [`Code::compile`] rejects deeper ones,
+/// so evaluation never allocates.
+pub const MAX_DEPTH: usize = 32;
+
+/// A fixed-size evaluation stack.
+struct Stack {
+    v: [i64; MAX_DEPTH],
+    n: usize,
+}
+
+impl Default for Stack {
+    fn default() -> Self {
+        Stack {
+            v: [0; MAX_DEPTH],
+            n: 0,
+        }
+    }
+}
+
+impl Stack {
+    fn push(&mut self, x: i64) {
+        self.v[self.n] = x;
+        self.n += 1;
+    }
+    fn pop(&mut self) -> Option<i64> {
+        self.n = self.n.checked_sub(1)?;
+        Some(self.v[self.n])
+    }
+}
+
+impl Code {
+    /// The value with run-time variables read from `env`, indexed by slot.
+    pub fn eval(&self, env: &[i64]) -> Result<i64, EvalError> {
+        if let [Node::Const(v)] = self.nodes.as_slice() {
+            return Ok(*v);
+        }
+        let mut stack = Stack::default();
+        let mut pc = 0;
+        while let Some(node) = self.nodes.get(pc) {
+            pc += 1;
+            match *node {
+                Node::Const(v) => stack.push(v),
+                Node::Slot(s) => stack.push(env[s as usize]),
+                Node::Un(op) => {
+                    let a = stack.pop().unwrap_or_default();
+                    stack.push(match op {
+                        UnOp::Neg => a.checked_neg().ok_or(EvalError::Overflow)?,
+                        UnOp::Not => (a == 0) as i64,
+                        UnOp::BitNot => !a,
+                    });
+                }
+                Node::Bin(op) => {
+                    let b = stack.pop().unwrap_or_default();
+                    let a = stack.pop().unwrap_or_default();
+                    stack.push(apply(op, a, b)?);
+                }
+                Node::JumpIfZero(t) => {
+                    if stack.pop().unwrap_or_default() == 0 {
+                        pc = t as usize;
+                    }
+                }
+                Node::JumpIfNonZero(t) => {
+                    if stack.pop().unwrap_or_default() != 0 {
+                        pc = t as usize;
+                    }
+                }
+                Node::Jump(t) => pc = t as usize,
+                Node::Truth => {
+                    let a = stack.pop().unwrap_or_default();
+                    stack.push((a != 0) as i64);
+                }
+            }
+        }
+        Ok(stack.pop().unwrap_or_default())
+    }
+}
+
+fn apply(op: BinOp, a: i64, b: i64) -> Result<i64, EvalError> {
+    use BinOp::*;
+    let checked = |v: Option<i64>| v.ok_or(EvalError::Overflow);
+    Ok(match op {
+        Mul => checked(a.checked_mul(b))?,
+        Div | Rem | CeilDiv if b == 0 => return Err(EvalError::DivByZero),
+        Div => checked(a.checked_div(b))?,
+        Rem => checked(a.checked_rem(b))?,
+        CeilDiv => {
+            let q = checked(a.checked_div(b))?;
+            if a % b != 0 && ((a < 0) == (b < 0)) {
+                q + 1
+            } else {
+                q
+            }
+        }
+        Add => checked(a.checked_add(b))?,
+        Sub => checked(a.checked_sub(b))?,
+        Shl | Shr if !(0..64).contains(&b) => return Err(EvalError::BadShift(b)),
+        Shl => {
+            let r = a << b;
+            if r >> b != a {
+                return Err(EvalError::Overflow);
+            }
+            r
+        }
+        Shr => a >> b,
+        Lt => (a < b) as i64,
+        Le => (a <= b) as i64,
+        Gt => (a > b) as i64,
+        Ge => (a >= b) as i64,
+        Eq => (a == b) as i64,
+        Ne => (a != b) as i64,
+        BitAnd => a & b,
+        BitXor => a ^ b,
+        BitOr => a | b,
+        // Compiled to jumps (short-circuit); never reaches here.
+        And => (a != 0 && b != 0) as i64,
+        Or => (a != 0 || b != 0) as i64,
+        Min => a.min(b),
+        Max => a.max(b),
+    })
+}

@@ -1,0 +1,113 @@
+//! Parsing, precedence, folding and evaluation of expressions.
+
+use super::*;
+
+fn eval_with(text: &str, vars: &[(&str, i64)]) -> Result<i64, EvalError> {
+    let ast = parse(text).unwrap();
+    let code = Code::compile(&ast, &mut |n| {
+        vars.iter()
+            .position(|(k, _)| *k == n)
+            .map(|i| Binding::Slot(i as u16))
+    })
+    .unwrap();
+    let env: Vec<i64> = vars.iter().map(|(_, v)| *v).collect();
+    code.eval(&env)
+}
+
+#[test]
+fn ring_buffer_index_and_parity() {
+    for j in 0..20 {
+        let vars = [("j", j), ("stages", 4)];
+        assert_eq!(eval_with("j % stages", &vars), Ok(j % 4));
+        assert_eq!(eval_with("(j / stages) & 1", &vars), Ok((j / 4) & 1));
+    }
+}
+
+#[test]
+fn c_precedence() {
+    assert_eq!(eval_with("1 + 2 * 3", &[]), Ok(7));
+    assert_eq!(eval_with("8 >> 1 + 1", &[]), Ok(2));
+    assert_eq!(eval_with("6 & 3 == 3", &[]), Ok(0)); // == binds tighter than &
+    assert_eq!(eval_with("1 << 4 | 1", &[]), Ok(17));
+    assert_eq!(eval_with("2 < 3 && 3 <= 3 || 0", &[]), Ok(1));
+    assert_eq!(eval_with("-3 + 10 % 4", &[]), Ok(-1));
+    assert_eq!(eval_with("0 ? 5 : 1 ? 6 : 7", &[]), Ok(6));
+    assert_eq!(eval_with("!0 + ~0", &[]), Ok(0));
+    assert_eq!(eval_with("1_024 / 16", &[]), Ok(64));
+}
+
+#[test]
+fn logic_and_conditionals_short_circuit() {
+    assert_eq!(eval_with("x == 0 ? 1 : 10 / x", &[("x", 0)]), Ok(1));
+    assert_eq!(eval_with("x == 0 ? 1 : 10 / x", &[("x", 5)]), Ok(2));
+    assert_eq!(eval_with("x != 0 && 10 / x > 1", &[("x", 0)]), Ok(0));
+    assert_eq!(eval_with("x == 0 || 10 / x > 1", &[("x", 0)]), Ok(1));
+    assert_eq!(eval_with("3 && 4", &[]), Ok(1));
+    assert_eq!(eval_with("0 || -2", &[]), Ok(1));
+    assert_eq!(eval_with("0 || 0", &[]), Ok(0));
+    assert_eq!(eval_with("1 + (2 && 0) * 5", &[]), Ok(1));
+}
+
+#[test]
+fn functions() {
+    assert_eq!(eval_with("min(3, 9) + max(3, 9)", &[]), Ok(12));
+    assert_eq!(eval_with("cdiv(100, 64)", &[]), Ok(2));
+    assert_eq!(eval_with("cdiv(128, 64)", &[]), Ok(2));
+    assert!(parse("foo(1, 2)").is_err());
+    assert!(parse("min(1)").is_err());
+}
+
+#[test]
+fn errors_are_values_not_panics() {
+    assert_eq!(eval_with("1 / 0", &[]), Err(EvalError::DivByZero));
+    assert_eq!(eval_with("x % 0", &[("x", 3)]), Err(EvalError::DivByZero));
+    assert_eq!(
+        eval_with("9223372036854775807 + 1", &[]),
+        Err(EvalError::Overflow)
+    );
+    assert_eq!(eval_with("1 << 64", &[]), Err(EvalError::BadShift(64)));
+    assert_eq!(eval_with("1 << 63", &[]), Err(EvalError::Overflow));
+    assert_eq!(eval_with("-1 << 63", &[]), Ok(i64::MIN));
+    let e = parse("j % ").unwrap_err();
+    assert_eq!(e.offset, 4); // the missing operand
+    assert!(parse("(1 + 2").is_err());
+    assert!(parse("").is_err());
+}
+
+#[test]
+fn constants_fold_and_names_resolve() {
+    let ast = parse("seqlen / bn").unwrap();
+    let code = Code::compile(&ast, &mut |n| match n {
+        "seqlen" => Some(Binding::Const(4096)),
+        "bn" => Some(Binding::Const(128)),
+        _ => None,
+    })
+    .unwrap();
+    assert_eq!(code.as_const(), Some(32));
+    let unknown = Code::compile(&parse("a + stagess").unwrap(), &mut |n| {
+        (n == "a").then_some(Binding::Const(1))
+    });
+    assert_eq!(
+        unknown,
+        Err(CompileError::UnknownName("stagess".to_string()))
+    );
+    let deep = format!("{}1{}", "(x + ".repeat(40), ")".repeat(40));
+    let deep = Code::compile(&parse(&deep).unwrap(), &mut |_| Some(Binding::Slot(0)));
+    assert_eq!(deep, Err(CompileError::TooDeep));
+    // Constant sub-expressions fold: `x * (2 + 3)` is three nodes.
+    let code = Code::compile(&parse("x * (2 + 3)").unwrap(), &mut |_| {
+        Some(Binding::Slot(0))
+    })
+    .unwrap();
+    assert_eq!(code.nodes.len(), 3);
+    assert_eq!(code.eval(&[4]), Ok(20));
+}
+
+#[test]
+fn references() {
+    let r = parse_ref("full[j % stages]").unwrap();
+    assert_eq!(r.name, "full");
+    assert_eq!(r.index.to_string(), "(j % stages)");
+    assert_eq!(parse_ref(" sA ").unwrap().index, Ast::Int(0));
+    assert!(parse_ref("full[").is_err());
+}
