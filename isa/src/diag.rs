@@ -1,5 +1,6 @@
 //! Diagnostics with file:line:column and a snippet of the offending line.
 
+use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
 use std::fmt;
 
 /// Where a problem is in the scenario, as precisely as known.
@@ -44,26 +45,33 @@ impl Diagnostic {
 }
 
 impl fmt::Display for Diagnostic {
+    /// Rendered by annotate-snippets in the rustc layout (`--> file:line:col`, the source line,
+    /// a caret), without the `error:` level name, which the caller prints.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.pos {
-            Some((l, c)) => write!(f, "{}:{l}:{c}: {}", self.file, self.message)?,
-            None => write!(f, "{}: {}", self.file, self.message)?,
-        }
-        if let (Some((line, col)), Some(text)) = (self.pos, &self.line_text) {
-            let gutter = line.to_string().len();
-            write!(f, "\n{:gutter$} |\n{line} | {text}\n{:gutter$} | ", "", "")?;
-            // Keep tabs so the caret lines up under the character it points at.
-            let pad: String = text
-                .chars()
-                .take(col.saturating_sub(1))
-                .map(|ch| if ch == '\t' { '\t' } else { ' ' })
-                .collect();
-            write!(f, "{pad}^")?;
+        let located = self.pos.zip(self.line_text.as_deref());
+        let title = match located {
+            Some(_) => self.message.clone(),
+            None => format!("{}: {}", self.file, self.message),
+        };
+        let mut group = Group::with_title(Level::ERROR.no_name().primary_title(title));
+        if let Some(((line, col), text)) = located {
+            // The column counts characters; the span is in bytes of the line.
+            let at = text
+                .char_indices()
+                .nth(col.saturating_sub(1))
+                .map_or(text.len(), |(i, _)| i);
+            let end = text[at..].chars().next().map_or(at, |c| at + c.len_utf8());
+            group = group.element(
+                Snippet::source(text)
+                    .line_start(line)
+                    .path(self.file.as_str())
+                    .annotation(AnnotationKind::Primary.span(at..end)),
+            );
         }
         if let Some(path) = &self.path {
-            write!(f, "\n  = in {path}")?;
+            group = group.element(Level::NOTE.no_name().message(format!("in {path}")));
         }
-        Ok(())
+        write!(f, "{}", Renderer::plain().render(&[group]))
     }
 }
 
@@ -79,7 +87,23 @@ mod tests {
             .in_path("gpu");
         assert_eq!(
             d.to_string(),
-            "x.ron:2:8: unknown GPU\n  |\n2 |   gpu: \"h100\",\n  |        ^\n  = in gpu"
+            "unknown GPU\n --> x.ron:2:8\n  |\n2 |   gpu: \"h100\",\n  |        ^\n  |\n  = in gpu"
+        );
+    }
+
+    #[test]
+    fn without_a_position_the_file_leads_the_message() {
+        let d = Diagnostic::new("x.ron", "no role").in_path("kernel.roles");
+        assert_eq!(d.to_string(), "x.ron: no role\n |\n = in kernel.roles");
+    }
+
+    #[test]
+    fn the_caret_counts_characters_not_bytes() {
+        // `é` is two bytes; column 4 is the `x` after it.
+        let d = Diagnostic::new("y.ron", "bad").at("aé x\n", 1, 4);
+        assert_eq!(
+            d.to_string(),
+            "bad\n --> y.ron:1:4\n  |\n1 | aé x\n  |    ^"
         );
     }
 }
