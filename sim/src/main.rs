@@ -280,8 +280,8 @@ fn execute(cmd: Command) -> Result<(), String> {
             )?;
             Ok(())
         }
-        Command::Analyze(args) => emit(&sim::analytic::cli::run(&args)?),
-        Command::Validate(args) => sim::validate::run_cli(&args),
+        Command::Analyze(args) => emit(&sim::analytic::cli::run(&args).map_err(|e| e.to_string())?),
+        Command::Validate(args) => sim::validate::run_cli(&args).map_err(|e| e.to_string()),
         Command::Stalls {
             trace,
             per_warp,

@@ -261,7 +261,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
         if let Err(e) = &generic {
             tracing::debug!(error = %e, "no generic bound");
         }
-        report.with_bound(&kernel, generic)
+        report.with_bound(&kernel, generic.map_err(|e| e.to_string()))
     });
     let (Some((tracer, warps)), Some(p)) = (traced, trace_path) else {
         return result.map_err(|(e, _)| e);
