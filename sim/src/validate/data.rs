@@ -29,9 +29,27 @@ const STORED: &[(&str, &str)] = &[
     ),
 ];
 
+/// (line, clock) of each `#` line that states `sm_clock_mhz_at_start=MHz` (the last one on the
+/// line; `None` where it is not a number), lines counted from 1.
+fn comment_clocks(text: &str) -> Vec<(usize, Option<f64>)> {
+    text.lines()
+        .enumerate()
+        .filter_map(|(n, line)| {
+            let comment = line.trim().strip_prefix('#')?;
+            let clock = comment
+                .split_whitespace()
+                .filter_map(|word| word.strip_prefix("sm_clock_mhz_at_start="))
+                .next_back()?;
+            Some((n + 1, clock.parse::<f64>().ok()))
+        })
+        .collect()
+}
+
 /// What is wrong with one program's CSV, or which row the data lack.
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
+    #[error(transparent)]
+    Csv(#[from] csv::Error),
     #[error("no header line")]
     NoHeader,
     #[error("the header `{0}` lacks test, param (or sms) or value (or bytes_per_clk_total)")]
@@ -93,51 +111,70 @@ impl Data {
     /// Parses one program's CSV: `#` lines (one may carry `sm_clock_mhz_at_start=MHz`), a
     /// header naming `test`, `param` or `sms`, and `value` or `bytes_per_clk_total`.
     pub fn add(&mut self, program: &str, text: &str) -> Result<(), DataError> {
-        let mut clock = None;
-        let mut header: Option<Vec<&str>> = None;
-        for (n, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() {
-                continue;
-            }
-            if let Some(comment) = line.strip_prefix('#') {
-                for word in comment.split_whitespace() {
-                    if let Some(v) = word.strip_prefix("sm_clock_mhz_at_start=") {
-                        clock = v.parse::<f64>().ok();
-                    }
+        let clocks = comment_clocks(text);
+        // The clock a row gets is the last one stated above it.
+        let clock_at = |line: usize| {
+            clocks
+                .iter()
+                .take_while(|(at, _)| *at < line)
+                .last()
+                .and_then(|(_, c)| *c)
+        };
+        // The reader counts neither the empty lines it skips nor comment lines in its line
+        // numbers: both become a one-cell `#` record, which keeps them the file's.
+        let records: String = text
+            .lines()
+            .map(|line| {
+                let t = line.trim();
+                if t.is_empty() || t.starts_with('#') {
+                    "#"
+                } else {
+                    line
                 }
+            })
+            .flat_map(|line| [line, "\n"])
+            .collect();
+        let mut reader = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .trim(csv::Trim::All)
+            .flexible(true)
+            .from_reader(records.as_bytes());
+        let mut header: Option<csv::StringRecord> = None;
+        for record in reader.records() {
+            let cells = record?;
+            if cells.get(0).is_some_and(|c| c.starts_with('#')) {
                 continue;
             }
-            let cells: Vec<&str> = line.split(',').map(str::trim).collect();
+            let line = cells.position().map_or(0, |p| p.line() as usize);
             let Some(h) = &header else {
                 header = Some(cells);
                 continue;
             };
-            let col = |names: &[&str]| h.iter().position(|c| names.contains(c));
+            let col = |names: &[&str]| h.iter().position(|c| names.contains(&c));
             let (Some(t), Some(p), Some(v)) = (
                 col(&["test"]),
                 col(&["param", "sms"]),
                 col(&["value", "bytes_per_clk_total"]),
             ) else {
-                return Err(DataError::BadHeader(h.join(",")));
+                return Err(DataError::BadHeader(h.iter().collect::<Vec<_>>().join(",")));
             };
             let cell = |i: usize| {
-                cells.get(i).copied().ok_or(DataError::MissingCell {
-                    line: n + 1,
+                cells.get(i).ok_or(DataError::MissingCell {
+                    line,
                     cells: cells.len(),
                 })
             };
             let text = cell(v)?;
             let value: f64 = text.parse().map_err(|_| DataError::NotANumber {
-                line: n + 1,
+                line,
                 text: text.to_string(),
             })?;
             let row_clock = col(&["sm_clock_mhz"])
                 .and_then(|c| cells.get(c))
                 .and_then(|c| c.parse::<f64>().ok())
-                .or(clock)
+                .or(clock_at(line))
                 .filter(|c| *c > 0.0)
-                .ok_or(DataError::NoClock { line: n + 1 })?;
+                .ok_or(DataError::NoClock { line })?;
             self.rows.insert(
                 (
                     program.to_string(),
@@ -177,5 +214,31 @@ impl Data {
                 *v *= factor;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_take_the_clock_stated_above_them_and_errors_name_the_line() {
+        let mut d = Data::default();
+        d.add(
+            "p",
+            "test,param,value\n# sm_clock_mhz_at_start=1500\n  a, 1 , 2.5\n",
+        )
+        .unwrap();
+        assert_eq!(d.get("p", "a", "1").unwrap(), (2.5, 1500.0));
+        let late = "test,param,value\nb,1,3\n# sm_clock_mhz_at_start=1500\n";
+        assert_eq!(
+            d.add("p", late).unwrap_err().to_string(),
+            "line 2: no SM clock for this row"
+        );
+        let bad = "# x\n\n   # indented\ntest,param,value,sm_clock_mhz\nc,1,x,1000\n";
+        assert_eq!(
+            d.add("p", bad).unwrap_err().to_string(),
+            "line 5: `x` is not a number"
+        );
     }
 }
