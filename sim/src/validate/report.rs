@@ -2,8 +2,8 @@
 //! the two text tables that `sim validate` prints.
 
 use super::groups::{is_exact, Bound, Group};
+use crate::analytic::fmt::Table;
 use serde::Serialize;
-use std::fmt::Write;
 
 /// One microbenchmark, measured and simulated.
 #[derive(Clone, Debug, Serialize)]
@@ -87,35 +87,32 @@ impl Validation {
 
     /// Both tables as text.
     pub fn table(&self) -> String {
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "{:<16} {:<26} {:>12} {:>12} {:>8}  unit",
-            "group", "microbenchmark", "measured", "simulated", "error"
-        );
+        let mut rows = Table::new(&[
+            "group",
+            "microbenchmark",
+            "measured",
+            "simulated",
+            "error",
+            "unit",
+        ])
+        .right(&[2, 3, 4]);
         for r in &self.rows {
             let err = if is_exact(&r.group) {
                 format!("{:+.0}", r.error)
             } else {
                 format!("{:+.1}%", r.error * 100.0)
             };
-            let _ = writeln!(
-                out,
-                "{:<16} {:<26} {:>12} {:>12} {:>8}  {}",
-                r.group,
-                r.name,
+            rows.row(vec![
+                r.group.clone(),
+                r.name.clone(),
                 num(r.measured),
                 num(r.simulated),
                 err,
-                r.unit
-            );
+                r.unit.clone(),
+            ]);
         }
-        let _ = writeln!(out);
-        let _ = writeln!(
-            out,
-            "{:<16} {:>5} {:>9} {:>7}  result",
-            "group", "rows", "mean|err|", "bound"
-        );
+        let mut groups =
+            Table::new(&["group", "rows", "mean|err|", "bound", "result"]).right(&[1, 2, 3]);
         for g in &self.groups {
             let (mae, bound) = match g.bound {
                 Bound::Relative(b) => (
@@ -130,13 +127,9 @@ impl Validation {
                 Some(false) => "FAIL".to_string(),
                 None => g.note.clone(),
             };
-            let _ = writeln!(
-                out,
-                "{:<16} {:>5} {:>9} {:>7}  {}",
-                g.name, g.rows, mae, bound, result
-            );
+            groups.row(vec![g.name.clone(), g.rows.to_string(), mae, bound, result]);
         }
-        out
+        format!("{}\n{}", rows.render(), groups.render())
     }
 }
 
