@@ -86,13 +86,10 @@ impl Walk<'_> {
                 addr,
                 width,
             } => {
-                let t = self.tensor(*tensor)?;
-                let from = self.lane_addrs(w, src, t.0, t.1, *width, "the tensor")?;
-                let slot = self.slot_base(w, dst)?;
-                let limit = self.k.buffers[dst.buf as usize].slot_bytes;
-                let to = self.lane_addrs(w, addr, slot, limit, *width, "the slot")?;
+                let from = self.tensor_lanes(w, *tensor, src, *width)?;
+                let to = self.slot_lanes(w, dst, addr, *width)?;
                 self.sectors(d, &from, *width, false);
-                d.smem += smem::wavefronts(&to, *width, p.smem.banks, p.smem.bank_bytes) as u64;
+                d.smem += self.wavefronts(&to, *width);
                 Ok(1)
             }
             Inst::Global {
@@ -101,8 +98,7 @@ impl Walk<'_> {
                 addr,
                 width,
             } => {
-                let t = self.tensor(*tensor)?;
-                let addrs = self.lane_addrs(w, addr, t.0, t.1, *width, "the tensor")?;
+                let addrs = self.tensor_lanes(w, *tensor, addr, *width)?;
                 self.sectors(d, &addrs, *width, *store);
                 Ok(1)
             }
@@ -112,10 +108,8 @@ impl Walk<'_> {
                 width,
                 ..
             } => {
-                let base = self.slot_base(w, s)?;
-                let limit = self.k.buffers[s.buf as usize].slot_bytes;
-                let addrs = self.lane_addrs(w, addr, base, limit, *width, "the slot")?;
-                d.smem += smem::wavefronts(&addrs, *width, p.smem.banks, p.smem.bank_bytes) as u64;
+                let addrs = self.slot_lanes(w, s, addr, *width)?;
+                d.smem += self.wavefronts(&addrs, *width);
                 Ok(1)
             }
             Inst::AtomicAdd { counter, add, slot } => {
@@ -259,6 +253,37 @@ impl Walk<'_> {
             .into_iter()
             .map(|(off, len)| (base + off, len))
             .collect())
+    }
+
+    /// The lanes' addresses of a per-lane byte offset `addr` into tensor `tensor`.
+    fn tensor_lanes(
+        &mut self,
+        w: &mut WarpWalk,
+        tensor: u16,
+        addr: &Code,
+        width: u32,
+    ) -> Result<Vec<u64>, WalkError> {
+        let (base, bytes) = self.tensor(tensor)?;
+        self.lane_addrs(w, addr, base, bytes, width, "the tensor")
+    }
+
+    /// The lanes' shared-memory addresses of a per-lane byte offset `addr` into slot `s`.
+    fn slot_lanes(
+        &mut self,
+        w: &mut WarpWalk,
+        s: &SlotRef,
+        addr: &Code,
+        width: u32,
+    ) -> Result<Vec<u64>, WalkError> {
+        let base = self.slot_base(w, s)?;
+        let limit = self.k.buffers[s.buf as usize].slot_bytes;
+        self.lane_addrs(w, addr, base, limit, width, "the slot")
+    }
+
+    /// Shared-memory wavefronts of one warp access at `addrs` (bank conflicts).
+    fn wavefronts(&self, addrs: &[u64], width: u32) -> u64 {
+        let p = &self.p.smem;
+        smem::wavefronts(addrs, width, p.banks, p.bank_bytes) as u64
     }
 
     /// The 32 lanes' addresses of a per-lane expression, checked as the engine checks them.

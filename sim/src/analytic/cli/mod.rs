@@ -86,10 +86,11 @@ mod tests {
         args: AnalyzeArgs,
     }
 
-    fn analyze(line: &str) -> Result<String, String> {
+    /// `sim analyze` on `line`, which the argument parser accepts.
+    fn analyze(line: &str) -> Result<String, AnalyzeError> {
         let cli = Cli::try_parse_from(std::iter::once("analyze").chain(line.split_whitespace()))
-            .map_err(|e| e.to_string())?;
-        run(&cli.args).map_err(|e| e.to_string())
+            .unwrap_or_else(|e| panic!("{line}: {e}"));
+        run(&cli.args)
     }
 
     #[test]
@@ -138,10 +139,11 @@ mod tests {
                 "--sm-gbps -3 must be a positive number",
             ),
         ] {
-            assert_eq!(analyze(line).unwrap_err(), error, "{line}");
+            assert_eq!(analyze(line).unwrap_err().to_string(), error, "{line}");
         }
         assert!(analyze("gemm 64 64 64 --tune --medians /nonexistent/m.txt")
             .unwrap_err()
+            .to_string()
             .starts_with("/nonexistent/m.txt: "));
     }
 
