@@ -133,6 +133,7 @@ impl Validation {
     }
 }
 
+/// A value with two decimals, or none from 100 up.
 fn num(x: f64) -> String {
     if x.abs() >= 100.0 {
         format!("{x:.0}")

@@ -46,6 +46,8 @@ pub(super) enum Metric {
     },
 }
 
+/// One row: its group, name and unit, the measured row it reads (of CSV `program`), and the
+/// twin with its parameter overrides whose cycles the metric turns into the simulated value.
 #[derive(Clone, Debug)]
 pub(super) struct Spec {
     pub(super) group: &'static str,

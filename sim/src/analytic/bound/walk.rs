@@ -19,6 +19,7 @@ struct WarpId {
     warp_in_cta: u32,
 }
 
+/// The walk's state across all CTAs: the memory layout, the lines touched and the steps left.
 pub(super) struct Walk<'a> {
     pub(super) k: &'a Kernel,
     pub(super) p: &'a Preset,
@@ -27,6 +28,7 @@ pub(super) struct Walk<'a> {
     /// Atomic counters live after the tensors, one line each.
     pub(super) counter_base: u64,
     pub(super) lines: Lines,
+    /// Walk steps left.
     budget: u64,
     /// Per counter, atomics of the current CTA already charged to memory (the engine sends the
     /// k-th atomic of a CTA once; its other warps reuse the value).
@@ -52,6 +54,7 @@ impl<'a> Walk<'a> {
         }
     }
 
+    /// Takes `steps` walk steps from the budget ([`super::WALK_BUDGET`]).
     pub(super) fn spend(&mut self, steps: u64) -> Result<(), WalkError> {
         if self.budget < steps {
             return Err(WalkError::OverBudget);
