@@ -5,6 +5,7 @@
 //! One CTA per (sequence, KV head, split), with the query heads of a GQA group packed into it
 //! as FA3 does; at most one CTA per SM reads at a time.
 
+use super::error::{in_range, InputError};
 use super::gpu::GpuSpec;
 
 const KV_ELEM_BYTES: u64 = 2;
@@ -34,39 +35,24 @@ impl Decode {
         kv_heads: u64,
         seqlen: u64,
         hd: u64,
-    ) -> Result<Decode, String> {
-        for (name, v) in [
-            ("batch", batch),
-            ("q-heads", q_heads),
-            ("kv-heads", kv_heads),
-            ("seqlen", seqlen),
-            ("hd", hd),
-        ] {
-            if v == 0 || v > MAX_DIM {
-                return Err(format!("{name} = {v} must be in 1..={MAX_DIM}"));
-            }
-        }
-        if !q_heads.is_multiple_of(kv_heads) {
-            return Err(format!(
-                "q-heads = {q_heads} must be a multiple of kv-heads = {kv_heads}"
-            ));
-        }
+    ) -> Result<Decode, InputError> {
         let d = Decode {
-            batch,
-            q_heads,
-            kv_heads,
-            seqlen,
-            hd,
+            batch: in_range("batch", batch, MAX_DIM)?,
+            q_heads: in_range("q-heads", q_heads, MAX_DIM)?,
+            kv_heads: in_range("kv-heads", kv_heads, MAX_DIM)?,
+            seqlen: in_range("seqlen", seqlen, MAX_DIM)?,
+            hd: in_range("hd", hd, MAX_DIM)?,
         };
+        if !q_heads.is_multiple_of(kv_heads) {
+            return Err(InputError::HeadsNotGrouped { q_heads, kv_heads });
+        }
         // Checked in u128 so the u64 byte counts below cannot overflow and stay exact in f64.
         let wide = |v: u64| v as u128;
         let kv = wide(batch) * wide(kv_heads) * wide(seqlen) * 2 * wide(hd) * wide(KV_ELEM_BYTES);
         let partial =
             wide(MAX_SPLITS) * wide(batch) * wide(q_heads) * (wide(hd) + 1) * wide(PARTIAL_BYTES);
         if kv.max(partial) > MAX_BYTES {
-            return Err(format!(
-                "{kv} bytes of K/V is beyond this model's range ({MAX_BYTES} bytes)"
-            ));
+            return Err(InputError::TooManyBytes(kv));
         }
         Ok(d)
     }
@@ -127,11 +113,8 @@ pub fn split(gpu: &GpuSpec, d: &Decode, splits: u64) -> Split {
     }
 }
 
-pub fn check_splits(d: &Decode, splits: u64) -> Result<(), String> {
-    let max = MAX_SPLITS.min(d.seqlen);
-    if splits == 0 || splits > max {
-        return Err(format!("splits = {splits} must be in 1..={max}"));
-    }
+pub fn check_splits(d: &Decode, splits: u64) -> Result<(), InputError> {
+    in_range("splits", splits, MAX_SPLITS.min(d.seqlen))?;
     Ok(())
 }
 
@@ -204,13 +187,13 @@ mod tests {
     #[test]
     fn bad_shapes_and_split_counts_are_errors() {
         assert_eq!(
-            Decode::new(1, 12, 8, 10, 128).unwrap_err(),
+            Decode::new(1, 12, 8, 10, 128).unwrap_err().to_string(),
             "q-heads = 12 must be a multiple of kv-heads = 8"
         );
         assert!(Decode::new(0, 8, 8, 10, 128).is_err());
         assert!(Decode::new(1 << 24, 8, 8, 1 << 24, 128).is_err());
         assert_eq!(
-            check_splits(&llama70b(100), 129).unwrap_err(),
+            check_splits(&llama70b(100), 129).unwrap_err().to_string(),
             "splits = 129 must be in 1..=100"
         );
         assert!(check_splits(&llama70b(100), 100).is_ok());

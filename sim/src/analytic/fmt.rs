@@ -1,5 +1,5 @@
 //! Plain-text output for `sim analyze`: grouped integers, times in readable units, and tables
-//! aligned in columns.
+//! aligned in columns (laid out by `comfy-table`).
 
 /// `1234567` → `1,234,567`.
 pub fn grouped(n: u64) -> String {
@@ -58,35 +58,21 @@ impl Table {
 
     /// Each row indented by two spaces, columns two spaces apart, trailing spaces trimmed.
     pub fn render(&self) -> String {
-        let columns = self.rows.iter().map(Vec::len).max().unwrap_or(0);
-        let widths: Vec<usize> = (0..columns)
-            .map(|c| {
-                self.rows
-                    .iter()
-                    .filter_map(|r| r.get(c))
-                    .map(|cell| cell.chars().count())
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        let mut out = String::new();
+        let mut t = comfy_table::Table::new();
+        t.load_style(comfy_table::presets::NOTHING);
         for row in &self.rows {
-            let mut line = String::new();
-            for (c, cell) in row.iter().enumerate() {
-                let pad = " ".repeat(widths[c] - cell.chars().count());
-                line.push_str("  ");
-                if self.right.contains(&c) {
-                    line.push_str(&pad);
-                    line.push_str(cell);
-                } else {
-                    line.push_str(cell);
-                    line.push_str(&pad);
-                }
-            }
-            out.push_str(line.trim_end());
-            out.push('\n');
+            t.add_row(row);
         }
-        out
+        for (c, column) in t.column_iter_mut().enumerate() {
+            // No borders: the left padding is both the indent and the gap between columns.
+            column.set_padding((2, 0));
+            if self.right.contains(&c) {
+                column.set_cell_alignment(comfy_table::CellAlignment::Right);
+            }
+        }
+        t.lines()
+            .map(|line| line.trim_end().to_string() + "\n")
+            .collect()
     }
 }
 

@@ -5,6 +5,7 @@
 //! Operands are 16-bit (2 bytes); C is written once. Tiled bytes assume no L2: every CTA reads
 //! its A row-panel and B column-panel from DRAM.
 
+use super::error::{in_range, InputError};
 use super::gpu::GpuSpec;
 use std::fmt;
 
@@ -25,13 +26,12 @@ pub struct Gemm {
 }
 
 impl Gemm {
-    pub fn new(m: u64, n: u64, k: u64) -> Result<Gemm, String> {
-        for (name, v) in [("M", m), ("N", n), ("K", k)] {
-            if v == 0 || v > MAX_DIM {
-                return Err(format!("{name} = {v} must be in 1..={MAX_DIM}"));
-            }
-        }
-        Ok(Gemm { m, n, k })
+    pub fn new(m: u64, n: u64, k: u64) -> Result<Gemm, InputError> {
+        Ok(Gemm {
+            m: in_range("M", m, MAX_DIM)?,
+            n: in_range("N", n, MAX_DIM)?,
+            k: in_range("K", k, MAX_DIM)?,
+        })
     }
 
     pub fn flops(&self) -> u64 {
@@ -113,30 +113,25 @@ pub struct TileConfig {
 impl TileConfig {
     /// Checks the ranges that keep the resource arithmetic meaningful (32 warps = 1024 threads,
     /// the per-CTA maximum on every GPU here).
-    pub fn new(bm: u64, bn: u64, bk: u64, warps: u64, stages: u64) -> Result<TileConfig, String> {
-        for (name, v, max) in [
-            ("BM", bm, 1024),
-            ("BN", bn, 1024),
-            ("BK", bk, 1024),
-            ("warps", warps, 32),
-            ("stages", stages, 16),
-        ] {
-            if v == 0 || v > max {
-                return Err(format!("{name} = {v} must be in 1..={max}"));
-            }
-        }
+    pub fn new(
+        bm: u64,
+        bn: u64,
+        bk: u64,
+        warps: u64,
+        stages: u64,
+    ) -> Result<TileConfig, InputError> {
         Ok(TileConfig {
-            bm,
-            bn,
-            bk,
-            warps,
-            stages,
+            bm: in_range("BM", bm, 1024)?,
+            bn: in_range("BN", bn, 1024)?,
+            bk: in_range("BK", bk, 1024)?,
+            warps: in_range("warps", warps, 32)?,
+            stages: in_range("stages", stages, 16)?,
         })
     }
 
     /// Parses `BMxBNxBK`, e.g. `128x128x64`.
-    pub fn parse_tile(s: &str) -> Result<(u64, u64, u64), String> {
-        let bad = || format!("tile `{s}` is not BMxBNxBK (e.g. 128x128x64)");
+    pub fn parse_tile(s: &str) -> Result<(u64, u64, u64), InputError> {
+        let bad = || InputError::BadTile(s.to_string());
         let dims: Vec<u64> = s
             .split('x')
             .map(|d| d.trim().parse::<u64>().map_err(|_| bad()))
@@ -379,10 +374,11 @@ mod tests {
     #[test]
     fn check_names_the_first_broken_rule() {
         let gpu = GpuSpec::rtx3070();
+        // Over both the shared-memory and the register limit: shared memory is named.
         assert_eq!(
-            check(&gpu, &tile(128, 256, 64, 4, 3)),
+            check(&gpu, &tile(256, 256, 64, 4, 3)),
             Err(Illegal::Smem {
-                bytes: 147_456,
+                bytes: 196_608,
                 max: 101_376
             })
         );
@@ -414,16 +410,18 @@ mod tests {
     #[test]
     fn bad_dimensions_and_tiles_are_errors() {
         assert_eq!(
-            Gemm::new(0, 1, 1).unwrap_err(),
+            Gemm::new(0, 1, 1).unwrap_err().to_string(),
             "M = 0 must be in 1..=1048576"
         );
         assert!(Gemm::new(1, 1 << 21, 1).is_err());
         assert_eq!(
-            TileConfig::new(128, 128, 64, 33, 3).unwrap_err(),
+            TileConfig::new(128, 128, 64, 33, 3)
+                .unwrap_err()
+                .to_string(),
             "warps = 33 must be in 1..=32"
         );
         assert_eq!(
-            TileConfig::parse_tile("128x128").unwrap_err(),
+            TileConfig::parse_tile("128x128").unwrap_err().to_string(),
             "tile `128x128` is not BMxBNxBK (e.g. 128x128x64)"
         );
         assert!(TileConfig::parse_tile("128x-1x64").is_err());

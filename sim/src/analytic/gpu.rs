@@ -4,6 +4,8 @@
 //! [M:who] measured, [INF] our arithmetic, [CODE] a constant in public source code, [SEED] the
 //! seed documents (`shared/seeds/`, restated in `shared/reference/seed-models.md`).
 
+use super::error::InputError;
+
 /// One GPU as the analytic models see it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GpuSpec {
@@ -115,15 +117,12 @@ impl GpuSpec {
         }
     }
 
-    pub fn by_name(name: &str) -> Result<GpuSpec, String> {
+    pub fn by_name(name: &str) -> Result<GpuSpec, InputError> {
         match name {
             "rtx3070" => Ok(GpuSpec::rtx3070()),
             "h100-sxm" => Ok(GpuSpec::h100_sxm()),
             "h200-sxm" => Ok(GpuSpec::h200_sxm()),
-            _ => Err(format!(
-                "unknown GPU `{name}`; known: {}",
-                GpuSpec::NAMES.join(", ")
-            )),
+            _ => Err(InputError::UnknownGpu(name.to_string())),
         }
     }
 
@@ -146,7 +145,7 @@ mod tests {
 
     #[test]
     fn unknown_names_list_the_known_ones() {
-        let e = GpuSpec::by_name("a100").unwrap_err();
+        let e = GpuSpec::by_name("a100").unwrap_err().to_string();
         assert_eq!(e, "unknown GPU `a100`; known: rtx3070, h100-sxm, h200-sxm");
     }
 

@@ -4,16 +4,20 @@
 //!
 //! [`gpu`] describes the GPU; [`gemm`] and [`roofline`] are the seed's GEMM resource model,
 //! [`tune`] the autotuner's analytic steps, [`wgmma`], [`attention`] and [`decode`] the Hopper
-//! models; [`cli`] prints them as `sim analyze`, through the table helpers in [`fmt`].
+//! models; [`cli`] prints them as `sim analyze`, through the table helpers in [`fmt`]. Inputs
+//! outside a model's range are an [`InputError`].
 //! [`bound`] is the generic resource bound of any compiled scenario, which `sim run` reports.
 
 pub mod attention;
 pub mod bound;
 pub mod cli;
 pub mod decode;
+mod error;
 pub mod fmt;
 pub mod gemm;
 pub mod gpu;
 pub mod roofline;
 pub mod tune;
 pub mod wgmma;
+
+pub use error::InputError;

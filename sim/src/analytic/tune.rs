@@ -2,6 +2,7 @@
 //! `early_prune` with reasons, the wave-quantized `perf_model` with its `top_k` ranking, and
 //! `pick_best` on a table of measured quantiles. The measuring sweep itself lives elsewhere.
 
+use super::error::InputError;
 use super::gemm::{check, waves, Gemm, Illegal, TileConfig};
 use super::gpu::GpuSpec;
 use std::fmt;
@@ -234,49 +235,87 @@ pub fn pick_best(table: &[Measured]) -> Option<Pick> {
     })
 }
 
+/// Why a table of measurements cannot be read.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum MediansError {
+    #[error("{origin}:{line}: {problem}")]
+    Line {
+        origin: String,
+        line: usize,
+        problem: MedianLineError,
+    },
+    #[error("{0}: no measurements")]
+    Empty(String),
+}
+
+/// What is wrong with one line of a table of measurements.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum MedianLineError {
+    #[error("expected `BMxBNxBK warps stages median p20 p80`, found {0} fields")]
+    Fields(usize),
+    #[error(transparent)]
+    Config(#[from] InputError),
+    #[error("{name} `{text}` is not a whole number")]
+    NotWhole { name: &'static str, text: String },
+    #[error("{name} `{text}` is not a positive time in ms")]
+    NotATime { name: &'static str, text: String },
+    #[error("need p20 <= median <= p80")]
+    Unordered,
+}
+
 /// Reads a table of measurements: one config per line, `BMxBNxBK warps stages median p20 p80`
 /// (milliseconds); `#` starts a comment. `origin` names the input in errors.
-pub fn parse_medians(text: &str, origin: &str) -> Result<Vec<Measured>, String> {
+pub fn parse_medians(text: &str, origin: &str) -> Result<Vec<Measured>, MediansError> {
     let mut rows = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = raw.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
             continue;
         }
-        let at = |msg: String| format!("{origin}:{}: {msg}", i + 1);
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let [tile, warps, stages, median, p20, p80] = fields[..] else {
-            return Err(at(format!(
-                "expected `BMxBNxBK warps stages median p20 p80`, found {} fields",
-                fields.len()
-            )));
-        };
-        let (bm, bn, bk) = TileConfig::parse_tile(tile).map_err(at)?;
-        let int = |s: &str, name: &str| {
-            s.parse::<u64>()
-                .map_err(|_| at(format!("{name} `{s}` is not a whole number")))
-        };
-        let config = TileConfig::new(bm, bn, bk, int(warps, "warps")?, int(stages, "stages")?)
-            .map_err(at)?;
-        let ms = |s: &str, name: &str| match s.parse::<f64>() {
-            Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-            _ => Err(at(format!("{name} `{s}` is not a positive time in ms"))),
-        };
-        let row = Measured {
-            config,
-            median_ms: ms(median, "median")?,
-            p20_ms: ms(p20, "p20")?,
-            p80_ms: ms(p80, "p80")?,
-        };
-        if !(row.p20_ms <= row.median_ms && row.median_ms <= row.p80_ms) {
-            return Err(at("need p20 <= median <= p80".to_string()));
-        }
+        let row = parse_median_line(line).map_err(|problem| MediansError::Line {
+            origin: origin.to_string(),
+            line: i + 1,
+            problem,
+        })?;
         rows.push(row);
     }
     if rows.is_empty() {
-        return Err(format!("{origin}: no measurements"));
+        return Err(MediansError::Empty(origin.to_string()));
     }
     Ok(rows)
+}
+
+/// One line of [`parse_medians`], comment and blanks stripped.
+fn parse_median_line(line: &str) -> Result<Measured, MedianLineError> {
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let [tile, warps, stages, median, p20, p80] = fields[..] else {
+        return Err(MedianLineError::Fields(fields.len()));
+    };
+    let (bm, bn, bk) = TileConfig::parse_tile(tile)?;
+    let int = |text: &str, name| {
+        text.parse::<u64>().map_err(|_| MedianLineError::NotWhole {
+            name,
+            text: text.to_string(),
+        })
+    };
+    let config = TileConfig::new(bm, bn, bk, int(warps, "warps")?, int(stages, "stages")?)?;
+    let ms = |text: &str, name| match text.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(MedianLineError::NotATime {
+            name,
+            text: text.to_string(),
+        }),
+    };
+    let row = Measured {
+        config,
+        median_ms: ms(median, "median")?,
+        p20_ms: ms(p20, "p20")?,
+        p80_ms: ms(p80, "p80")?,
+    };
+    if !(row.p20_ms <= row.median_ms && row.median_ms <= row.p80_ms) {
+        return Err(MedianLineError::Unordered);
+    }
+    Ok(row)
 }
 
 #[cfg(test)]
@@ -367,25 +406,26 @@ mod tests {
         let text = "# sweep\n128x256x64 8 2 3.760 3.686 3.880  # fastest\n\n";
         let rows = parse_medians(text, "m.txt").unwrap();
         assert_eq!(rows, vec![SEED_MEDIANS[0]]);
-        assert_eq!(
-            parse_medians("128x256x64 8 2 3.7", "m.txt").unwrap_err(),
-            "m.txt:1: expected `BMxBNxBK warps stages median p20 p80`, found 4 fields"
-        );
-        assert_eq!(
-            parse_medians("\n128x256x64 8 2 3.7 3.8 3.9", "m.txt").unwrap_err(),
-            "m.txt:2: need p20 <= median <= p80"
-        );
-        assert_eq!(
-            parse_medians("128x256x64 8 two 1 1 1", "m.txt").unwrap_err(),
-            "m.txt:1: stages `two` is not a whole number"
-        );
-        assert_eq!(
-            parse_medians("1x1x1 1 1 nan 1 1", "m.txt").unwrap_err(),
-            "m.txt:1: median `nan` is not a positive time in ms"
-        );
-        assert_eq!(
-            parse_medians("# none", "m.txt").unwrap_err(),
-            "m.txt: no measurements"
-        );
+        for (text, error) in [
+            (
+                "128x256x64 8 2 3.7",
+                "m.txt:1: expected `BMxBNxBK warps stages median p20 p80`, found 4 fields",
+            ),
+            (
+                "\n128x256x64 8 2 3.7 3.8 3.9",
+                "m.txt:2: need p20 <= median <= p80",
+            ),
+            (
+                "128x256x64 8 two 1 1 1",
+                "m.txt:1: stages `two` is not a whole number",
+            ),
+            (
+                "1x1x1 1 1 nan 1 1",
+                "m.txt:1: median `nan` is not a positive time in ms",
+            ),
+            ("# none", "m.txt: no measurements"),
+        ] {
+            assert_eq!(parse_medians(text, "m.txt").unwrap_err().to_string(), error);
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! What a run reports: the `--json` object (a stable interface, documented in `docs/cli.md`) and
 //! the readable summary printed by `sim run`.
 
-use crate::analytic::bound::Bound;
+use crate::analytic::bound::{Bound, BoundError};
 use crate::analytic::fmt::grouped;
 use crate::engine::RunStats;
 use crate::gpu::preset::Preset;
@@ -263,7 +263,7 @@ impl Report {
 
     /// Adds the generic resource bound of `k` (or why there is none); a scenario without its own
     /// analytic prediction gets the bound as its `analytic` entry.
-    pub fn with_bound(mut self, k: &Kernel, bound: Result<Bound, String>) -> Self {
+    pub fn with_bound(mut self, k: &Kernel, bound: Result<Bound, BoundError>) -> Self {
         match bound {
             Ok(b) => {
                 let ratio = self.cycles as f64 / b.cycles.max(1) as f64;
@@ -285,7 +285,7 @@ impl Report {
             }
             Err(e) => {
                 self.bound = None;
-                self.bound_error = Some(e);
+                self.bound_error = Some(e.to_string());
             }
         }
         self

@@ -1,0 +1,58 @@
+//! What a kernel asks of each unit, per SM and per partition, in the units' own cycles or bytes.
+
+use isa::program::Pipe;
+
+/// What one SM's CTAs ask of its units.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Demand {
+    /// HGMMA math cycles on the SM's tensor pipe.
+    pub tensor: u64,
+    /// Shared-memory port cycles (wavefronts).
+    pub smem: u64,
+    /// TMA issue cycles.
+    pub tma: u64,
+    /// Bytes through the SM's port to L2.
+    pub port_bytes: u64,
+    /// Bytes the SM's requests move through L2.
+    pub l2_bytes: u64,
+    /// Per partition: cycles of the ALU, FMA, MUFU and mma.sync pipes, in that order.
+    pub pipes: Vec<[u64; 4]>,
+    /// Per partition: issue slots.
+    pub issue: Vec<u64>,
+}
+
+impl Demand {
+    pub(super) fn new(partitions: usize) -> Self {
+        Demand {
+            pipes: vec![[0; 4]; partitions],
+            issue: vec![0; partitions],
+            ..Default::default()
+        }
+    }
+
+    pub(super) fn add(&mut self, o: &Demand) {
+        self.tensor += o.tensor;
+        self.smem += o.smem;
+        self.tma += o.tma;
+        self.port_bytes += o.port_bytes;
+        self.l2_bytes += o.l2_bytes;
+        for (a, b) in self.pipes.iter_mut().zip(&o.pipes) {
+            for i in 0..4 {
+                a[i] += b[i];
+            }
+        }
+        for (a, b) in self.issue.iter_mut().zip(&o.issue) {
+            *a += b;
+        }
+    }
+}
+
+/// The index of pipe `p` in [`Demand::pipes`].
+pub(super) fn pipe_index(p: Pipe) -> usize {
+    match p {
+        Pipe::Alu => 0,
+        Pipe::Fma => 1,
+        Pipe::Mufu => 2,
+        Pipe::Mma => 3,
+    }
+}

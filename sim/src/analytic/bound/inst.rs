@@ -1,0 +1,317 @@
+//! Per-instruction demand: what one warp-instruction asks of each unit, with the engine's own
+//! cost formulas (pipe cycles, HGMMA math and operand feed, shared-memory wavefronts, TMA box
+//! spans, coalesced sectors), and the L2 lines it touches.
+
+use super::demand::{pipe_index, Demand};
+use super::error::WalkError;
+use super::lines::Touch;
+use super::walk::{Walk, WarpWalk};
+use crate::sm::pipes::MAX_MACRO_COUNT;
+use crate::sm::tensor_core::{Hgmma, NO_SLOT};
+use crate::{memory::coalesce, sm::smem, sm::tma};
+use isa::expr::Code;
+use isa::program::{slot, Inst, Pipe, SlotRef};
+
+impl Walk<'_> {
+    /// Adds one instruction's demand; returns the issue slots it takes (0: skipped, as the
+    /// engine skips a compute instruction with a count of zero).
+    pub(super) fn inst(
+        &mut self,
+        inst: &Inst,
+        w: &mut WarpWalk,
+        part: usize,
+        d: &mut Demand,
+    ) -> Result<u64, WalkError> {
+        let p = self.p;
+        let port = p.smem.bytes_per_cycle();
+        match inst {
+            Inst::Compute { pipe, count, .. } => {
+                let n = w.eval(count)?;
+                if n <= 0 {
+                    return Ok(0);
+                }
+                if n > MAX_MACRO_COUNT {
+                    return Err(WalkError::CountTooLarge {
+                        pipe: pipe.name(),
+                        count: n,
+                    });
+                }
+                let cycles = match pipe {
+                    Pipe::Alu => p.pipes.alu.cycles_per_warp_instr(),
+                    Pipe::Fma => p.pipes.fma.cycles_per_warp_instr(),
+                    Pipe::Mufu => p.pipes.mufu.cycles_per_warp_instr(),
+                    Pipe::Mma => p.tensor.mma_cycles,
+                };
+                d.pipes[part][pipe_index(*pipe)] += n as u64 * cycles;
+                Ok(n as u64)
+            }
+            Inst::Wgmma { n, ksteps, a, .. } => {
+                let h = Hgmma {
+                    warpgroup: 0,
+                    n: *n,
+                    a_smem: a.is_some(),
+                    reads: [NO_SLOT; 2],
+                };
+                let ks = *ksteps as u64;
+                w.hgmma.0 += ks * h.flops().div_ceil(p.tensor.flops_per_cycle);
+                w.hgmma.1 += ks * h.smem_bytes().div_ceil(port);
+                Ok(ks)
+            }
+            Inst::TmaLoad {
+                tensor,
+                coords,
+                dst,
+                ..
+            } => {
+                let traffic = self.tma_box(w, d, *tensor, coords, dst, false)?;
+                // The box streams back in chunks; each chunk is written through the port.
+                let chunk = p.tma.chunk_bytes.max(1);
+                d.smem += traffic / chunk * chunk.div_ceil(port) + (traffic % chunk).div_ceil(port);
+                Ok(1)
+            }
+            Inst::TmaStore {
+                tensor,
+                coords,
+                src,
+                bytes,
+            } => {
+                self.tma_box(w, d, *tensor, coords, src, true)?;
+                d.smem += bytes.div_ceil(port);
+                Ok(1)
+            }
+            Inst::CpAsync {
+                tensor,
+                src,
+                dst,
+                addr,
+                width,
+            } => {
+                let from = self.tensor_lanes(w, *tensor, src, *width)?;
+                let to = self.slot_lanes(w, dst, addr, *width)?;
+                self.sectors(d, &from, *width, false);
+                d.smem += self.wavefronts(&to, *width);
+                Ok(1)
+            }
+            Inst::Global {
+                store,
+                tensor,
+                addr,
+                width,
+            } => {
+                let addrs = self.tensor_lanes(w, *tensor, addr, *width)?;
+                self.sectors(d, &addrs, *width, *store);
+                Ok(1)
+            }
+            Inst::Shared {
+                slot: s,
+                addr,
+                width,
+                ..
+            } => {
+                let addrs = self.slot_lanes(w, s, addr, *width)?;
+                d.smem += self.wavefronts(&addrs, *width);
+                Ok(1)
+            }
+            Inst::AtomicAdd { counter, add, slot } => {
+                let c = *counter as usize;
+                let init = self
+                    .k
+                    .counters
+                    .get(c)
+                    .map(|x| x.1)
+                    .ok_or(WalkError::NoCounter(c))?;
+                let add = w.eval(add)?;
+                let kth = w.atomics[c];
+                w.atomics[c] += 1;
+                // Round-robin order: the k-th atomic of CTA c is the (c + k·CTAs)-th overall.
+                let value = (kth as i64)
+                    .checked_mul(self.k.grid as i64)
+                    .and_then(|v| v.checked_add(w.cta as i64))
+                    .and_then(|order| order.checked_mul(add))
+                    .and_then(|v| v.checked_add(init))
+                    .ok_or(WalkError::CounterOverflow)?;
+                w.set(*slot, value)?;
+                if kth >= self.charged[c] {
+                    self.charged[c] = kth + 1;
+                    let addr = self.counter_base + c as u64 * 128;
+                    self.access(d, addr, 4, true);
+                }
+                Ok(1)
+            }
+            Inst::TmaStoreCommit
+            | Inst::TmaStoreWait { .. }
+            | Inst::Arrive { .. }
+            | Inst::ArriveExpectTx { .. }
+            | Inst::ExpectTx { .. }
+            | Inst::Wait { .. }
+            | Inst::WgmmaFence
+            | Inst::WgmmaCommit
+            | Inst::WgmmaWait { .. }
+            | Inst::BarSync { .. }
+            | Inst::BarArrive { .. }
+            | Inst::SetMaxNReg { .. }
+            | Inst::CpAsyncCommit
+            | Inst::CpAsyncWait { .. } => Ok(1),
+        }
+    }
+
+    /// A TMA box between `tensor` and `slot`: its issue cycles, and its spans through the SM's
+    /// port and L2 (written to the tensor when `store`). Returns the bytes it moves.
+    fn tma_box(
+        &mut self,
+        w: &WarpWalk,
+        d: &mut Demand,
+        tensor: u16,
+        coords: &[Code],
+        slot: &SlotRef,
+        store: bool,
+    ) -> Result<u64, WalkError> {
+        self.slot_base(w, slot)?;
+        let spans = self.tma_spans(w, tensor, coords, slot.buf)?;
+        self.spend(spans.len() as u64)?;
+        let traffic: u64 = spans.iter().map(|s| s.1).sum();
+        for (addr, len) in spans {
+            self.access(d, addr, len, store);
+        }
+        d.port_bytes += traffic;
+        d.tma += self.p.tma.issue_cycles;
+        Ok(traffic)
+    }
+
+    /// One L2 request of `bytes` at `addr`, line by line as the memory system splits it.
+    fn access(&mut self, d: &mut Demand, addr: u64, bytes: u64, write: bool) {
+        d.l2_bytes += bytes;
+        let line = self.p.memory.l2.line_bytes;
+        let first = addr / line;
+        let last = (addr + bytes.max(1) - 1) / line;
+        for l in first..=last {
+            let lo = addr.max(l * line);
+            let hi = (addr + bytes).min((l + 1) * line);
+            let touch = match (write, hi.saturating_sub(lo) >= line) {
+                (false, _) => Touch::Read,
+                (true, true) => Touch::WholeWrite,
+                (true, false) => Touch::PartialWrite,
+            };
+            self.lines.mark(l, touch);
+        }
+    }
+
+    /// A warp's global access: one request per line it touches (the engine's split), all
+    /// through the SM's port.
+    fn sectors(&mut self, d: &mut Demand, addrs: &[u64], width: u32, write: bool) {
+        let sector = self.p.memory.sector_bytes;
+        let sectors = coalesce::sectors(addrs, width, sector);
+        d.port_bytes += sectors.len() as u64 * sector;
+        for (a, n) in coalesce::line_requests(&sectors, sector, self.p.memory.l2.line_bytes) {
+            self.access(d, a, n, write);
+        }
+    }
+
+    /// (base address, bytes) of tensor `t`.
+    fn tensor(&self, t: u16) -> Result<(u64, u64), WalkError> {
+        match (
+            self.tensor_base.get(t as usize),
+            self.k.tensors.get(t as usize),
+        ) {
+            (Some(&base), Some(info)) => Ok((base, info.bytes)),
+            _ => Err(WalkError::NoTensor(t)),
+        }
+    }
+
+    fn slot_base(&self, w: &WarpWalk, s: &SlotRef) -> Result<u64, WalkError> {
+        let b = self
+            .k
+            .buffers
+            .get(s.buf as usize)
+            .ok_or(WalkError::NoBuffer(s.buf))?;
+        Ok(b.slot_offset(w.eval(&s.slot)?)?)
+    }
+
+    fn tma_spans(
+        &self,
+        w: &WarpWalk,
+        tensor: u16,
+        coords: &[Code],
+        buf: u16,
+    ) -> Result<Vec<(u64, u64)>, WalkError> {
+        let (base, _) = self.tensor(tensor)?;
+        let t = &self.k.tensors[tensor as usize];
+        let c = coords
+            .iter()
+            .map(|c| w.eval(c))
+            .collect::<Result<Vec<i64>, WalkError>>()?;
+        let boxdims = &self.k.buffers[buf as usize].shape;
+        if t.shape.is_empty() || c.len() != t.shape.len() || boxdims.len() != t.shape.len() {
+            return Err(WalkError::TmaRank {
+                rank: boxdims.len(),
+                coords: c.len(),
+                tensor_rank: t.shape.len(),
+            });
+        }
+        Ok(tma::box_spans(&t.shape, t.dtype.bytes(), &c, boxdims)
+            .into_iter()
+            .map(|(off, len)| (base + off, len))
+            .collect())
+    }
+
+    /// The lanes' addresses of a per-lane byte offset `addr` into tensor `tensor`.
+    fn tensor_lanes(
+        &mut self,
+        w: &mut WarpWalk,
+        tensor: u16,
+        addr: &Code,
+        width: u32,
+    ) -> Result<Vec<u64>, WalkError> {
+        let (base, bytes) = self.tensor(tensor)?;
+        self.lane_addrs(w, addr, base, bytes, width, "the tensor")
+    }
+
+    /// The lanes' shared-memory addresses of a per-lane byte offset `addr` into slot `s`.
+    fn slot_lanes(
+        &mut self,
+        w: &mut WarpWalk,
+        s: &SlotRef,
+        addr: &Code,
+        width: u32,
+    ) -> Result<Vec<u64>, WalkError> {
+        let base = self.slot_base(w, s)?;
+        let limit = self.k.buffers[s.buf as usize].slot_bytes;
+        self.lane_addrs(w, addr, base, limit, width, "the slot")
+    }
+
+    /// Shared-memory wavefronts of one warp access at `addrs` (bank conflicts).
+    fn wavefronts(&self, addrs: &[u64], width: u32) -> u64 {
+        let p = &self.p.smem;
+        smem::wavefronts(addrs, width, p.banks, p.bank_bytes) as u64
+    }
+
+    /// The 32 lanes' addresses of a per-lane expression, checked as the engine checks them.
+    fn lane_addrs(
+        &mut self,
+        w: &mut WarpWalk,
+        addr: &Code,
+        base: u64,
+        limit: u64,
+        width: u32,
+        what: &'static str,
+    ) -> Result<Vec<u64>, WalkError> {
+        self.spend(32)?;
+        let mut out = Vec::with_capacity(32);
+        for lane in 0..32i64 {
+            w.env[slot::LANE as usize] = lane;
+            let a = w.eval(addr)?;
+            if a < 0 || a as u64 + width as u64 > limit {
+                return Err(WalkError::LaneOutOfRange {
+                    lane,
+                    start: a,
+                    end: a.saturating_add(width as i64),
+                    what,
+                    limit,
+                });
+            }
+            out.push(base + a as u64);
+        }
+        w.env[slot::LANE as usize] = 0;
+        Ok(out)
+    }
+}

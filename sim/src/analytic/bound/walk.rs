@@ -1,0 +1,216 @@
+//! The functional walk: every warp of every CTA runs its program's control flow (loops,
+//! branches, `let`s) on its own variables, with no timing; each instruction it reaches adds its
+//! demand ([`super::inst`]).
+
+use super::demand::Demand;
+use super::error::{BoundError, WalkError};
+use super::lines::Lines;
+use crate::engine::MAX_CONTROL_STEPS;
+use crate::gpu::preset::Preset;
+use isa::expr::Code;
+use isa::program::{slot, Kernel, Op, RoleInfo, WARPS_PER_WARPGROUP};
+
+/// Which warp is walking, for its built-in variables and its error messages.
+#[derive(Clone, Copy)]
+struct WarpId {
+    cta: u32,
+    wg: u32,
+    warp: u32,
+    warp_in_cta: u32,
+}
+
+/// The walk's state across all CTAs: the memory layout, the lines touched and the steps left.
+pub(super) struct Walk<'a> {
+    pub(super) k: &'a Kernel,
+    pub(super) p: &'a Preset,
+    /// Tensors laid out as the engine lays them out: one after another, 4 KiB aligned.
+    pub(super) tensor_base: Vec<u64>,
+    /// Atomic counters live after the tensors, one line each.
+    pub(super) counter_base: u64,
+    pub(super) lines: Lines,
+    /// Walk steps left.
+    budget: u64,
+    /// Per counter, atomics of the current CTA already charged to memory (the engine sends the
+    /// k-th atomic of a CTA once; its other warps reuse the value).
+    pub(super) charged: Vec<u64>,
+}
+
+impl<'a> Walk<'a> {
+    pub(super) fn new(k: &'a Kernel, p: &'a Preset, budget: u64) -> Self {
+        let mut tensor_base = Vec::new();
+        let mut next = 0u64;
+        for t in &k.tensors {
+            tensor_base.push(next);
+            next = next.saturating_add(t.bytes).div_ceil(4096) * 4096;
+        }
+        Walk {
+            k,
+            p,
+            tensor_base,
+            counter_base: next,
+            lines: Lines::default(),
+            budget,
+            charged: Vec::new(),
+        }
+    }
+
+    /// Takes `steps` walk steps from the budget ([`super::WALK_BUDGET`]).
+    pub(super) fn spend(&mut self, steps: u64) -> Result<(), WalkError> {
+        if self.budget < steps {
+            return Err(WalkError::OverBudget);
+        }
+        self.budget -= steps;
+        Ok(())
+    }
+
+    /// Adds CTA `b`'s demand to `d`.
+    pub(super) fn cta(&mut self, b: u32, d: &mut Demand) -> Result<(), BoundError> {
+        let parts = d.issue.len() as u32;
+        self.charged = vec![0; self.k.counters.len()];
+        let mut warp_in_cta = 0;
+        for role in &self.k.roles {
+            for wg in 0..role.warpgroups {
+                // An HGMMA starts once all four warps have issued it: the warpgroup's tensor
+                // work is what its least advanced warp issued.
+                let (mut math, mut feed) = (u64::MAX, u64::MAX);
+                for warp in 0..WARPS_PER_WARPGROUP {
+                    let id = WarpId {
+                        cta: b,
+                        wg,
+                        warp,
+                        warp_in_cta,
+                    };
+                    let part = (warp_in_cta % parts) as usize;
+                    let (m, f) = self.warp(role, id, part, d).map_err(|(pc, error)| {
+                        let path = role
+                            .paths
+                            .get(pc)
+                            .cloned()
+                            .unwrap_or_else(|| format!("role `{}`: end of program", role.name));
+                        BoundError::Walk {
+                            cta: b,
+                            role: role.name.clone(),
+                            warpgroup: wg,
+                            warp,
+                            path,
+                            error,
+                        }
+                    })?;
+                    (math, feed) = (math.min(m), feed.min(f));
+                    warp_in_cta += 1;
+                }
+                d.tensor += math;
+                d.smem += feed;
+            }
+        }
+        Ok(())
+    }
+
+    /// Walks one warp's program, adding its demand to `d` (issue and pipes on partition `part`);
+    /// returns its HGMMA (math, operand feed) cycles. Errors carry the op index.
+    fn warp(
+        &mut self,
+        role: &RoleInfo,
+        id: WarpId,
+        part: usize,
+        d: &mut Demand,
+    ) -> Result<(u64, u64), (usize, WalkError)> {
+        let mut env = vec![0i64; (role.slots.max(slot::FIRST_LOOP_SLOT)) as usize];
+        env[slot::WARP as usize] = id.warp as i64;
+        env[slot::WG as usize] = id.wg as i64;
+        env[slot::WARP_ID as usize] = id.warp_in_cta as i64;
+        env[slot::CTA as usize] = id.cta as i64;
+        env[slot::NUM_CTAS as usize] = self.k.grid as i64;
+        let mut w = WarpWalk {
+            env,
+            atomics: vec![0; self.k.counters.len()],
+            hgmma: (0, 0),
+            cta: id.cta,
+        };
+        let mut pc = 0usize;
+        let mut steps = 0u32;
+        while let Some(op) = role.code.get(pc) {
+            steps += 1;
+            let err = |e: WalkError| (pc, e);
+            if steps > MAX_CONTROL_STEPS {
+                return Err(err(WalkError::NoInstruction));
+            }
+            self.spend(1).map_err(err)?;
+            match op {
+                Op::LoopStart {
+                    var,
+                    count_slot,
+                    count,
+                    exit,
+                } => {
+                    let n = w.eval(count).map_err(|e| err(e.within("loop count")))?;
+                    w.set(*var, 0).map_err(err)?;
+                    w.set(*count_slot, n).map_err(err)?;
+                    pc = if n > 0 { pc + 1 } else { *exit as usize };
+                }
+                Op::LoopEnd {
+                    var,
+                    count_slot,
+                    body,
+                } => {
+                    let v = w.get(*var).map_err(err)?.saturating_add(1);
+                    w.set(*var, v).map_err(err)?;
+                    pc = if v < w.get(*count_slot).map_err(err)? {
+                        *body as usize
+                    } else {
+                        pc + 1
+                    };
+                }
+                Op::BranchIfZero { cond, target } => {
+                    let c = w.eval(cond).map_err(|e| err(e.within("condition")))?;
+                    pc = if c == 0 { *target as usize } else { pc + 1 };
+                }
+                Op::Jump { target } => pc = *target as usize,
+                Op::Set { slot, value } => {
+                    let v = w.eval(value).map_err(|e| err(e.within("let")))?;
+                    w.set(*slot, v).map_err(err)?;
+                    pc += 1;
+                }
+                Op::Issue(inst) => {
+                    let issued = self.inst(inst, &mut w, part, d).map_err(err)?;
+                    if issued > 0 {
+                        d.issue[part] += issued;
+                        steps = 0;
+                    }
+                    pc += 1;
+                }
+            }
+        }
+        Ok(w.hgmma)
+    }
+}
+
+/// One warp's run-time state during the walk.
+pub(super) struct WarpWalk {
+    pub(super) env: Vec<i64>,
+    /// Per counter, atomics this warp has executed.
+    pub(super) atomics: Vec<u64>,
+    /// HGMMA math and operand-feed cycles this warp issued.
+    pub(super) hgmma: (u64, u64),
+    pub(super) cta: u32,
+}
+
+impl WarpWalk {
+    pub(super) fn eval(&self, c: &Code) -> Result<i64, WalkError> {
+        c.eval(&self.env).map_err(WalkError::Eval)
+    }
+    fn get(&self, s: u16) -> Result<i64, WalkError> {
+        self.env
+            .get(s as usize)
+            .copied()
+            .ok_or(WalkError::SlotOutOfRange(s))
+    }
+    pub(super) fn set(&mut self, s: u16, v: i64) -> Result<(), WalkError> {
+        let slot = self
+            .env
+            .get_mut(s as usize)
+            .ok_or(WalkError::SlotOutOfRange(s))?;
+        *slot = v;
+        Ok(())
+    }
+}

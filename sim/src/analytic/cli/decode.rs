@@ -1,0 +1,113 @@
+//! `sim analyze decode`: split-KV decode time for a range of split counts.
+
+use super::AnalyzeError;
+use crate::analytic::decode::{self, Decode};
+use crate::analytic::fmt::{grouped, Table};
+use crate::analytic::gpu::GpuSpec;
+use clap::Args;
+use std::fmt::Write;
+
+#[derive(Args, Debug)]
+pub(super) struct DecodeArgs {
+    /// GPU: rtx3070, h100-sxm or h200-sxm.
+    #[arg(long, default_value = "h100-sxm")]
+    gpu: String,
+    /// Sequences decoded together, one new token each.
+    #[arg(long, default_value_t = 1)]
+    batch: u64,
+    /// Query heads (a multiple of the K/V heads: GQA groups share a CTA).
+    #[arg(long, default_value_t = 64)]
+    q_heads: u64,
+    #[arg(long, default_value_t = 8)]
+    kv_heads: u64,
+    /// Tokens in the K/V cache.
+    #[arg(long, default_value_t = 32768)]
+    seqlen: u64,
+    /// Head dimension.
+    #[arg(long, default_value_t = 128)]
+    hd: u64,
+    /// Split counts to compare, e.g. `1,4,16` (default: powers of two until the GPU is full).
+    #[arg(long, value_delimiter = ',')]
+    splits: Vec<u64>,
+    /// Override the GPU's per-SM memory bandwidth, in GB/s (it is unmeasured).
+    #[arg(long, allow_negative_numbers = true)]
+    sm_gbps: Option<f64>,
+}
+
+fn us(s: f64) -> String {
+    format!("{:.1} µs", s * 1e6)
+}
+
+pub(super) fn run(a: &DecodeArgs) -> Result<String, AnalyzeError> {
+    let mut gpu = GpuSpec::by_name(&a.gpu)?;
+    if let Some(gbps) = a.sm_gbps {
+        if !(gbps.is_finite() && gbps > 0.0) {
+            return Err(AnalyzeError::SmBandwidth(gbps));
+        }
+        gpu.sm_bytes_per_s = gbps * 1e9;
+    }
+    let d = Decode::new(a.batch, a.q_heads, a.kv_heads, a.seqlen, a.hd)?;
+    let splits = if a.splits.is_empty() {
+        decode::default_splits(&gpu, &d)
+    } else {
+        a.splits.clone()
+    };
+    for &s in &splits {
+        decode::check_splits(&d, s)?;
+    }
+    Ok(decode_text(&gpu, &d, &splits))
+}
+
+fn decode_text(gpu: &GpuSpec, d: &Decode, splits: &[u64]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Split-KV decode on {}: batch {}, {} query / {} KV heads, seqlen {}, hd {}",
+        gpu.name, d.batch, d.q_heads, d.kv_heads, d.seqlen, d.hd
+    );
+    let _ = writeln!(
+        out,
+        "  K/V {} B; HBM {:.2} TB/s; one SM pulls {:.0} GB/s\n",
+        grouped(d.kv_bytes()),
+        gpu.dram_bytes_per_s / 1e12,
+        gpu.sm_bytes_per_s / 1e9
+    );
+    let rows: Vec<decode::Split> = splits.iter().map(|&s| decode::split(gpu, d, s)).collect();
+    let mut t = Table::new(&[
+        "splits",
+        "CTAs",
+        "active SMs",
+        "bandwidth",
+        "K/V time",
+        "combine",
+        "total",
+    ])
+    .right(&[0, 1, 2, 3, 4, 5, 6]);
+    for r in &rows {
+        t.row(vec![
+            r.splits.to_string(),
+            r.ctas.to_string(),
+            r.active_sms.to_string(),
+            format!("{:.2} TB/s", r.bytes_per_s / 1e12),
+            us(r.t_kv),
+            if r.splits == 1 {
+                "-".to_string()
+            } else {
+                us(r.t_combine)
+            },
+            us(r.total),
+        ]);
+    }
+    let _ = write!(out, "{}", t.render());
+    if let Some(b) = decode::best(&rows) {
+        let _ = writeln!(
+            out,
+            "  fastest: {} split{}, {} (launch {} per kernel)",
+            b.splits,
+            if b.splits == 1 { "" } else { "s" },
+            us(b.total),
+            us(gpu.launch_s)
+        );
+    }
+    out
+}

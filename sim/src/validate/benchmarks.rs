@@ -1,0 +1,485 @@
+//! Every microbenchmark row of the validation, in table order: its group, the measured row it
+//! reads, the twin and the parameters that reproduce it, and its metric.
+
+use super::spec::{Measured, Metric, Spec};
+
+/// Bytes one pass of gmem.ron's test 1 or 2 reads: every CTA reads whole batches of 256
+/// warp-loads of 512 bytes, of the whole buffer (`same`) or of its slice.
+fn pass_bytes(ctas: i64, kib: i64, same: bool) -> f64 {
+    let loads = if same { kib * 2 } else { kib * 2 / ctas } / 256 * 256;
+    (ctas * loads * 512) as f64
+}
+
+fn sets(pairs: &[(&str, i64)]) -> Vec<(String, i64)> {
+    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+/// Every row of the validation, in table order.
+pub(super) fn specs() -> Vec<Spec> {
+    let mut s = Vec::new();
+    let mut add = |group, name: String, unit, program, measured, twin, sets, metric| {
+        s.push(Spec {
+            group,
+            name,
+            unit,
+            program,
+            measured,
+            twin,
+            sets,
+            metric,
+        })
+    };
+    let v = |test: &'static str, param: &str| Measured::Value(test, param.to_string());
+
+    // wgmma: slope between 8 and 16 iterations of 32 wgmmas per warpgroup.
+    for n in [8, 16, 24, 32, 48, 64, 96, 128, 192, 256] {
+        for (form, rs) in [("ss", 0), ("rs", 1)] {
+            for wgs in [1, 2] {
+                let test = match (rs, wgs) {
+                    (0, 1) => "wgmma_ss_1wg",
+                    (0, _) => "wgmma_ss_2wg",
+                    (_, 1) => "wgmma_rs_1wg",
+                    _ => "wgmma_rs_2wg",
+                };
+                let group = if rs == 1 && n < 32 {
+                    "wgmma_rs_floor"
+                } else {
+                    "wgmma"
+                };
+                add(
+                    group,
+                    format!("{form} {wgs}wg N={n}"),
+                    "cycles/wgmma",
+                    "wgmma",
+                    v(test, &n.to_string()),
+                    "wgmma",
+                    sets(&[("n", n), ("rs", rs), ("warpgroups", wgs)]),
+                    Metric::Slope {
+                        key: "iters",
+                        lo: 8,
+                        hi: 16,
+                        per: 8.0 * 32.0 * wgs as f64,
+                        minus: 0.0,
+                    },
+                );
+            }
+        }
+    }
+    for (test, op) in [("ffma_rate", 0), ("ex2_rate", 1)] {
+        add(
+            "pipes",
+            test.to_string(),
+            "warp-inst/cycle/SM",
+            "core",
+            v(test, "1024"),
+            "pipes",
+            sets(&[("op", op)]),
+            Metric::SlopeRate {
+                key: "iters",
+                lo: 64,
+                hi: 128,
+                amount: 32.0 * 64.0 * 8.0,
+            },
+        );
+    }
+    // Shared-memory wavefronts: cycles per warp-load over the conflict-free 4-byte load's.
+    let base = sets(&[("width", 4), ("stride", 4)]);
+    for (w, st) in [
+        (4, 0),
+        (4, 4),
+        (4, 8),
+        (4, 12),
+        (4, 16),
+        (4, 32),
+        (4, 64),
+        (4, 128),
+        (4, 256),
+        (8, 8),
+        (8, 16),
+        (16, 16),
+        (16, 32),
+        (16, 256),
+    ] {
+        let p = format!("w{w}_s{st}");
+        add(
+            "smem_banks",
+            format!("smem {w} B, stride {st} B"),
+            "wavefronts",
+            "core",
+            v("smem_degree", &p),
+            "smem",
+            sets(&[("width", w), ("stride", st)]),
+            Metric::Degree {
+                key: "iters",
+                lo: 64,
+                hi: 128,
+                base: base.clone(),
+            },
+        );
+    }
+    // Bandwidths.
+    add(
+        "bandwidth",
+        "smem_bw (16 B loads)".into(),
+        "B/cycle/SM",
+        "core",
+        v("smem_bw", "16"),
+        "smem",
+        sets(&[("width", 16), ("stride", 16)]),
+        Metric::SlopeRate {
+            key: "iters",
+            lo: 64,
+            hi: 128,
+            amount: 32.0 * 64.0 * 512.0,
+        },
+    );
+    for n in [1i64, 2, 4, 8, 16, 33, 66, 132] {
+        // Every CTA reads one buffer: a larger one for many SMs, as the lines of a small one
+        // crowd onto few slices at once.
+        let kib = if n >= 132 {
+            4096
+        } else if n >= 33 {
+            2048
+        } else {
+            1024
+        };
+        add(
+            "bandwidth",
+            format!("l2_read {n} SMs"),
+            "B/cycle",
+            "mem_bw",
+            v("l2_read", &n.to_string()),
+            "gmem",
+            sets(&[("test", 1), ("ctas", n), ("kib", kib), ("same", 1)]),
+            Metric::SlopeRate {
+                key: "passes",
+                lo: 1,
+                hi: 2,
+                amount: pass_bytes(n, kib, true),
+            },
+        );
+    }
+    for n in [1i64, 2, 4, 8, 16, 33, 66, 132] {
+        let group = if n >= 66 { "bandwidth" } else { "hbm_few_sms" };
+        add(
+            group,
+            format!("hbm_read {n} SMs"),
+            "B/cycle",
+            "mem_bw",
+            v("hbm_read", &n.to_string()),
+            "gmem",
+            sets(&[("test", 1), ("ctas", n), ("kib", n * 2048), ("same", 0)]),
+            Metric::SingleRate {
+                amount: pass_bytes(n, n * 2048, false),
+            },
+        );
+    }
+    add(
+        "hbm_write_mix",
+        "hbm_copy 132 SMs".into(),
+        "B/cycle",
+        "mem_bw",
+        v("hbm_copy", "132"),
+        "gmem",
+        // The slope between two sizes leaves out the dirty lines still in L2 at the end, which
+        // the model counts but does not time; the CUDA kernel copies 4 GiB.
+        sets(&[("test", 2), ("ctas", 132), ("same", 0)]),
+        Metric::SlopeRate {
+            key: "kib",
+            lo: 132 * 1024,
+            hi: 132 * 2048,
+            amount: 2.0 * (pass_bytes(132, 132 * 2048, false) - pass_bytes(132, 132 * 1024, false)),
+        },
+    );
+    // Footprints of k x 16.5 MiB: 132 CTAs reading whole 128 KiB batches each; compared with the
+    // measured footprint of k x 16 MiB.
+    for k in [1i64, 2, 3, 4, 8] {
+        let (mib, kib) = (16 * k, 16896 * k);
+        let group = if k >= 4 { "l2_capacity" } else { "l2_disjoint" };
+        add(
+            group,
+            format!("l2_footprint {mib} MiB"),
+            "B/cycle",
+            "mem",
+            v("l2_footprint", &mib.to_string()),
+            "gmem",
+            sets(&[("test", 1), ("ctas", 132), ("kib", kib), ("same", 0)]),
+            Metric::SlopeRate {
+                key: "passes",
+                lo: 1,
+                hi: 2,
+                amount: pass_bytes(132, kib, false),
+            },
+        );
+    }
+    for n in [1i64, 2, 4, 8, 16, 33, 66, 132] {
+        // 512 KiB per CTA: in the model only the bytes per SM matter while the data fit in L2.
+        add(
+            "l2_disjoint",
+            format!("l2_disjoint {n} SMs"),
+            "B/cycle",
+            "mem",
+            v("l2_disjoint", &n.to_string()),
+            "gmem",
+            sets(&[("test", 1), ("ctas", n), ("kib", n * 512), ("same", 0)]),
+            Metric::SlopeRate {
+                key: "passes",
+                lo: 1,
+                hi: 2,
+                amount: pass_bytes(n, n * 512, false),
+            },
+        );
+    }
+    // Latencies.
+    for (test, op) in [("ffma_dep", 0), ("ex2_dep", 1)] {
+        add(
+            "latency",
+            test.to_string(),
+            "cycles",
+            "core",
+            v(test, "32"),
+            "pipes",
+            sets(&[("op", op), ("chains", 1), ("warpgroups", 1)]),
+            Metric::per_iteration(64, 0.0),
+        );
+    }
+    // Chases: each hop is a load and the Alu(1) that waits for it; the Alu's issue slot is
+    // not part of the load-to-use latency.
+    add(
+        "latency",
+        "smem_chase".into(),
+        "cycles",
+        "core",
+        v("smem_chase", "1"),
+        "smem",
+        sets(&[("chase", 1)]),
+        Metric::per_iteration(64, 1.0),
+    );
+    add(
+        "latency",
+        "l2_chase (hit)".into(),
+        "cycles",
+        "mem",
+        v("l2_chase", "2048"),
+        "gmem",
+        sets(&[("test", 0), ("hops", 1024)]),
+        Metric::Slope {
+            key: "passes",
+            lo: 1,
+            hi: 2,
+            per: 1024.0,
+            minus: 1.0,
+        },
+    );
+    add(
+        "latency",
+        "hbm_chase (miss)".into(),
+        "cycles",
+        "mem",
+        v("hbm_chase", "2048"),
+        "gmem",
+        sets(&[("test", 0), ("hops", 1024), ("passes", 1)]),
+        Metric::Single {
+            per: 1024.0,
+            minus: 1.0,
+        },
+    );
+    for n in [8, 16, 24, 32, 48, 64, 96, 128, 192, 256] {
+        for (form, rs) in [("ss", 0), ("rs", 1)] {
+            add(
+                "latency",
+                format!("wgmma {form} latency N={n}"),
+                "cycles",
+                "wgmma",
+                v(
+                    if rs == 0 {
+                        "wgmma_ss_lat"
+                    } else {
+                        "wgmma_rs_lat"
+                    },
+                    &n.to_string(),
+                ),
+                "wgmma",
+                sets(&[("n", n), ("rs", rs), ("per", 1), ("ks", 1)]),
+                Metric::per_iteration(64, 0.0),
+            );
+        }
+    }
+    add(
+        "latency",
+        "mbarrier round trip".into(),
+        "cycles",
+        "core",
+        v("mbar_pingpong", "try_wait"),
+        "barriers",
+        sets(&[("test", 1)]),
+        Metric::per_iteration(64, 0.0),
+    );
+    for rows in [1i64, 16, 128] {
+        for (test, step) in [("tma_lat_l2", 0), ("tma_lat_hbm", 8192)] {
+            add(
+                "latency",
+                format!("{test} {rows} rows"),
+                "cycles",
+                "tma",
+                v(test, &rows.to_string()),
+                "tma",
+                sets(&[("test", 0), ("rows", rows), ("step", step)]),
+                Metric::per_iteration(16, 0.0),
+            );
+        }
+    }
+    // Not modeled.
+    for threads in [128i64, 256, 512, 1024] {
+        add(
+            "named_barrier",
+            format!("bar.sync {threads} threads"),
+            "cycles",
+            "core",
+            v("bar_sync", &threads.to_string()),
+            "barriers",
+            sets(&[("test", 0), ("warpgroups", threads / 128)]),
+            Metric::per_iteration(64, 0.0),
+        );
+    }
+    add(
+        "mbarrier_poll",
+        "mbarrier round trip (test_wait)".into(),
+        "cycles",
+        "core",
+        v("mbar_pingpong", "test_wait"),
+        "barriers",
+        sets(&[("test", 1)]),
+        Metric::per_iteration(64, 0.0),
+    );
+    add(
+        "tma_throughput",
+        "tma_issue (1-row boxes)".into(),
+        "cycles/box",
+        "tma",
+        Measured::Slope("tma_issue", "32", "256", 224.0),
+        "tma",
+        sets(&[("test", 1)]),
+        Metric::Slope {
+            key: "n",
+            lo: 32,
+            hi: 256,
+            per: 224.0,
+            minus: 0.0,
+        },
+    );
+    let box16k = |loads: i64| Metric::SlopeRate {
+        key: "loads",
+        lo: loads,
+        hi: 2 * loads,
+        amount: (loads * 16384) as f64,
+    };
+    for stages in [1i64, 2, 4, 8] {
+        add(
+            "tma_throughput",
+            format!("tma_bw_l2 {stages} stages"),
+            "B/cycle/SM",
+            "tma",
+            v("tma_bw_l2", &stages.to_string()),
+            "tma",
+            sets(&[("test", 2), ("rows", 128), ("stages", stages)]),
+            box16k(256),
+        );
+        add(
+            "tma_throughput",
+            format!("tma_bw_hbm {stages} stages"),
+            "B/cycle/SM",
+            "tma",
+            v("tma_bw_hbm", &stages.to_string()),
+            "tma",
+            sets(&[
+                ("test", 2),
+                ("rows", 128),
+                ("stages", stages),
+                ("region", 8388608),
+            ]),
+            box16k(256),
+        );
+    }
+    for streams in [2i64, 4] {
+        add(
+            "tma_throughput",
+            format!("tma_bw_streams {streams} warps"),
+            "B/cycle/SM",
+            "tma",
+            v("tma_bw_streams", &streams.to_string()),
+            "tma",
+            sets(&[
+                ("test", 2),
+                ("rows", 128),
+                ("stages", 8 / streams),
+                ("streams", streams),
+            ]),
+            Metric::SlopeRate {
+                key: "loads",
+                lo: 256,
+                hi: 512,
+                amount: (streams * 256 * 16384) as f64,
+            },
+        );
+    }
+    for rows in [16i64, 64, 256] {
+        let stages = (1024 / rows).min(8);
+        add(
+            "tma_throughput",
+            format!("tma_bw_rows {rows} rows"),
+            "B/cycle/SM",
+            "tma",
+            v("tma_bw_rows", &rows.to_string()),
+            "tma",
+            // A region the first 256 boxes cover once: the slope's boxes hit in L2, as the
+            // CUDA kernel's after its warm-up launch.
+            sets(&[
+                ("test", 2),
+                ("rows", rows),
+                ("stages", stages),
+                ("region", 256 * rows),
+            ]),
+            Metric::SlopeRate {
+                key: "loads",
+                lo: 256,
+                hi: 512,
+                amount: (256 * rows * 128) as f64,
+            },
+        );
+    }
+    add(
+        "tma_throughput",
+        "tma_bw_wide (256 B rows)".into(),
+        "B/cycle/SM",
+        "tma",
+        v("tma_bw_wide", "256"),
+        "tma",
+        sets(&[
+            ("test", 2),
+            ("rows", 64),
+            ("wide", 1),
+            ("stages", 8),
+            ("region", 16384),
+        ]),
+        box16k(256),
+    );
+    add(
+        "cta_launch",
+        "cta_gap".into(),
+        "cycles",
+        "core",
+        v("cta_gap", "128"),
+        "barriers",
+        sets(&[("test", 2), ("spin", 500)]),
+        // Two more CTAs per SM; each spins 500 dependent FFMAs of 4 cycles.
+        Metric::Slope {
+            key: "ctas",
+            lo: 264,
+            hi: 528,
+            per: 2.0,
+            minus: 2000.0,
+        },
+    );
+    s
+}

@@ -1,0 +1,244 @@
+//! The measured rows: the stored H200 measurements compiled in from `calibration/data/`, or a
+//! new run's CSV files from a folder.
+
+use super::ValidateError;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The stored measurements: (program, CSV text).
+const STORED: &[(&str, &str)] = &[
+    (
+        "core",
+        include_str!("../../../calibration/data/h200-core.csv"),
+    ),
+    (
+        "wgmma",
+        include_str!("../../../calibration/data/h200-wgmma.csv"),
+    ),
+    (
+        "mem",
+        include_str!("../../../calibration/data/h200-mem.csv"),
+    ),
+    (
+        "tma",
+        include_str!("../../../calibration/data/h200-tma.csv"),
+    ),
+    (
+        "mem_bw",
+        include_str!("../../../calibration/data/h200-mem_bw.csv"),
+    ),
+];
+
+/// (line, clock) of each `#` line that states `sm_clock_mhz_at_start=MHz` (the last one on the
+/// line; `None` where it is not a number), lines counted from 1.
+fn comment_clocks(text: &str) -> Vec<(usize, Option<f64>)> {
+    text.lines()
+        .enumerate()
+        .filter_map(|(n, line)| {
+            let comment = line.trim().strip_prefix('#')?;
+            let clock = comment
+                .split_whitespace()
+                .filter_map(|word| word.strip_prefix("sm_clock_mhz_at_start="))
+                .next_back()?;
+            Some((n + 1, clock.parse::<f64>().ok()))
+        })
+        .collect()
+}
+
+/// What is wrong with one program's CSV, or which row the data lack.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    #[error(transparent)]
+    Csv(#[from] csv::Error),
+    #[error("no header line")]
+    NoHeader,
+    #[error("the header `{0}` lacks test, param (or sms) or value (or bytes_per_clk_total)")]
+    BadHeader(String),
+    #[error("line {line}: only {cells} cells")]
+    MissingCell { line: usize, cells: usize },
+    #[error("line {line}: `{text}` is not a number")]
+    NotANumber { line: usize, text: String },
+    #[error("line {line}: no SM clock for this row")]
+    NoClock { line: usize },
+    #[error("no measured row {test},{param} in {program}.csv")]
+    MissingRow {
+        program: String,
+        test: String,
+        param: String,
+    },
+}
+
+/// The measured rows of the programs' CSV files, by (program, test, param), and each row's SM
+/// clock (a `sm_clock_mhz` column, else the file's `sm_clock_mhz_at_start` header).
+#[derive(Clone, Debug, Default)]
+pub struct Data {
+    rows: BTreeMap<(String, String, String), (f64, f64)>,
+}
+
+impl Data {
+    /// The stored measurements.
+    pub fn stored() -> Result<Data, ValidateError> {
+        let mut d = Data::default();
+        for (program, text) in STORED {
+            d.add(program, text)
+                .map_err(|source| ValidateError::Parse {
+                    file: format!("calibration/data/h200-{program}.csv"),
+                    source,
+                })?;
+        }
+        Ok(d)
+    }
+
+    /// The stored measurements with each `<program>.csv` found in `dir` in place of its own.
+    pub fn with_dir(dir: &Path) -> Result<Data, ValidateError> {
+        let mut d = Data::default();
+        for (program, stored) in STORED {
+            let path = dir.join(format!("{program}.csv"));
+            let text = match std::fs::read_to_string(&path) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => stored.to_string(),
+                Err(source) => return Err(ValidateError::Read { path, source }),
+            };
+            d.add(program, &text)
+                .map_err(|source| ValidateError::Parse {
+                    file: path.display().to_string(),
+                    source,
+                })?;
+        }
+        Ok(d)
+    }
+
+    /// Parses one program's CSV: `#` lines (one may carry `sm_clock_mhz_at_start=MHz`), a
+    /// header naming `test`, `param` or `sms`, and `value` or `bytes_per_clk_total`.
+    pub fn add(&mut self, program: &str, text: &str) -> Result<(), DataError> {
+        let clocks = comment_clocks(text);
+        // The clock a row gets is the last one stated above it.
+        let clock_at = |line: usize| {
+            clocks
+                .iter()
+                .take_while(|(at, _)| *at < line)
+                .last()
+                .and_then(|(_, c)| *c)
+        };
+        // The reader counts neither the empty lines it skips nor comment lines in its line
+        // numbers: both become a one-cell `#` record, which keeps them the file's.
+        let records: String = text
+            .lines()
+            .map(|line| {
+                let t = line.trim();
+                if t.is_empty() || t.starts_with('#') {
+                    "#"
+                } else {
+                    line
+                }
+            })
+            .flat_map(|line| [line, "\n"])
+            .collect();
+        let mut reader = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .trim(csv::Trim::All)
+            .flexible(true)
+            .from_reader(records.as_bytes());
+        let mut header: Option<csv::StringRecord> = None;
+        for record in reader.records() {
+            let cells = record?;
+            if cells.get(0).is_some_and(|c| c.starts_with('#')) {
+                continue;
+            }
+            let line = cells.position().map_or(0, |p| p.line() as usize);
+            let Some(h) = &header else {
+                header = Some(cells);
+                continue;
+            };
+            let col = |names: &[&str]| h.iter().position(|c| names.contains(&c));
+            let (Some(t), Some(p), Some(v)) = (
+                col(&["test"]),
+                col(&["param", "sms"]),
+                col(&["value", "bytes_per_clk_total"]),
+            ) else {
+                return Err(DataError::BadHeader(h.iter().collect::<Vec<_>>().join(",")));
+            };
+            let cell = |i: usize| {
+                cells.get(i).ok_or(DataError::MissingCell {
+                    line,
+                    cells: cells.len(),
+                })
+            };
+            let text = cell(v)?;
+            let value: f64 = text.parse().map_err(|_| DataError::NotANumber {
+                line,
+                text: text.to_string(),
+            })?;
+            let row_clock = col(&["sm_clock_mhz"])
+                .and_then(|c| cells.get(c))
+                .and_then(|c| c.parse::<f64>().ok())
+                .or(clock_at(line))
+                .filter(|c| *c > 0.0)
+                .ok_or(DataError::NoClock { line })?;
+            self.rows.insert(
+                (
+                    program.to_string(),
+                    cell(t)?.to_string(),
+                    cell(p)?.to_string(),
+                ),
+                (value, row_clock),
+            );
+        }
+        if header.is_none() {
+            return Err(DataError::NoHeader);
+        }
+        Ok(())
+    }
+
+    /// The (value, SM clock in MHz) of row (test, param) of `program`.
+    pub(super) fn get(
+        &self,
+        program: &str,
+        test: &str,
+        param: &str,
+    ) -> Result<(f64, f64), DataError> {
+        self.rows
+            .get(&(program.to_string(), test.to_string(), param.to_string()))
+            .copied()
+            .ok_or_else(|| DataError::MissingRow {
+                program: program.to_string(),
+                test: test.to_string(),
+                param: param.to_string(),
+            })
+    }
+
+    /// Scales every value of `test` in `program` (for tests of the checking itself).
+    pub fn scale(&mut self, program: &str, test: &str, factor: f64) {
+        for ((p, t, _), (v, _)) in self.rows.iter_mut() {
+            if p == program && t == test {
+                *v *= factor;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_take_the_clock_stated_above_them_and_errors_name_the_line() {
+        let mut d = Data::default();
+        d.add(
+            "p",
+            "test,param,value\n# sm_clock_mhz_at_start=1500\n  a, 1 , 2.5\n",
+        )
+        .unwrap();
+        assert_eq!(d.get("p", "a", "1").unwrap(), (2.5, 1500.0));
+        let late = "test,param,value\nb,1,3\n# sm_clock_mhz_at_start=1500\n";
+        assert_eq!(
+            d.add("p", late).unwrap_err().to_string(),
+            "line 2: no SM clock for this row"
+        );
+        let bad = "# x\n\n   # indented\ntest,param,value,sm_clock_mhz\nc,1,x,1000\n";
+        assert_eq!(
+            d.add("p", bad).unwrap_err().to_string(),
+            "line 5: `x` is not a number"
+        );
+    }
+}

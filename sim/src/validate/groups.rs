@@ -1,0 +1,116 @@
+//! The groups of rows and how each is judged: a relative bound on the mean error, exact
+//! equality, or reported only, with the reason the model lacks the mechanism.
+
+use serde::Serialize;
+
+/// How a group's rows are judged.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bound {
+    /// Mean |simulated / measured − 1| at most this.
+    Relative(f64),
+    /// Every row equal (integers, such as bank-conflict wavefronts).
+    Exact,
+    /// Reported, not judged: the model lacks the mechanism (the reason is the group's note).
+    None,
+}
+
+pub(super) struct Group {
+    pub(super) name: &'static str,
+    pub(super) bound: Bound,
+    pub(super) note: &'static str,
+}
+
+pub(super) const GROUPS: &[Group] = &[
+    Group {
+        name: "wgmma",
+        bound: Bound::Relative(0.05),
+        note:
+            "cycles per wgmma m64nNk16, back to back, SS all N and RS N >= 32, 1 and 2 warpgroups",
+    },
+    Group {
+        name: "wgmma_rs_floor",
+        bound: Bound::None,
+        note: "not modeled: an RS HGMMA takes at least ~13 cycles on the H200; the model's RS \
+               time is its math, N/2",
+    },
+    Group {
+        name: "pipes",
+        bound: Bound::Relative(0.05),
+        note: "FFMA and MUFU.EX2 warp-instructions per cycle per SM",
+    },
+    Group {
+        name: "smem_banks",
+        bound: Bound::Exact,
+        note: "shared-memory wavefronts per warp-load vs width and lane stride",
+    },
+    Group {
+        name: "bandwidth",
+        bound: Bound::Relative(0.10),
+        note: "shared memory, L2 (every SM reading one buffer, 1 to 132 SMs) and HBM reads \
+               (66 and 132 SMs) bytes per cycle",
+    },
+    Group {
+        name: "latency",
+        bound: Bound::Relative(0.15),
+        note: "dependent-issue latencies (FFMA, MUFU, LDS, LDG L2 hit and miss), wgmma \
+               issue-to-wait, mbarrier hand-off, TMA load to mbarrier wake",
+    },
+    Group {
+        name: "l2_disjoint",
+        bound: Bound::None,
+        note: "not modeled: SMs reading disjoint L2-resident data get ~4300 B/cycle GPU-wide \
+               (32 per SM at 132 SMs, 60 for one SM) against 7446 when all read one buffer; the \
+               model has one pool of L2 slices and no far-partition link",
+    },
+    Group {
+        name: "l2_capacity",
+        bound: Bound::None,
+        note: "not modeled: past ~50 MiB the H200's L2 keeps almost nothing of a re-read buffer \
+               (64 MiB: DRAM speed); the model's 60 MiB DRRIP L2 keeps most of it",
+    },
+    Group {
+        name: "hbm_write_mix",
+        bound: Bound::None,
+        note: "not modeled: a copy moves 1544 B/cycle (read + write) against 2197 for reads \
+               alone (DRAM read/write turnaround); the model's channels move either at one rate",
+    },
+    Group {
+        name: "hbm_few_sms",
+        bound: Bound::None,
+        note: "not modeled: one SM streams ~47 B/cycle from DRAM (outstanding misses per SM); the \
+               model has no limit on misses in flight, so an SM reaches its 77 B/cycle port",
+    },
+    Group {
+        name: "named_barrier",
+        bound: Bound::None,
+        note: "not modeled: bar.sync costs 12 + 2 cycles per warp (16 to 76 cycles for 2 to 32 \
+               warps); the model releases after a constant barriers.named_latency",
+    },
+    Group {
+        name: "mbarrier_poll",
+        bound: Bound::None,
+        note: "not modeled: a test_wait polling loop hands a phase over slower than try_wait; \
+               the model's Wait is the try_wait loop",
+    },
+    Group {
+        name: "tma_throughput",
+        bound: Bound::None,
+        note: "not modeled: one issuing thread completes one multi-row box per ~580 cycles \
+               whatever its size (2 to 32 KiB), and more issuing warps scale it; the model has a \
+               per-operation issue interval and the SM's port",
+    },
+    Group {
+        name: "cta_launch",
+        bound: Bound::None,
+        note: "not modeled: ~480 cycles between a CTA's end and the next CTA's start on an SM; \
+               the model dispatches in the same cycle",
+    },
+];
+
+/// Whether group `name` is judged by exact equality (its errors are differences, not ratios).
+pub(super) fn is_exact(name: &str) -> bool {
+    GROUPS
+        .iter()
+        .any(|g| g.name == name && g.bound == Bound::Exact)
+}

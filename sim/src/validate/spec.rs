@@ -1,0 +1,124 @@
+//! One row of the validation: where its measured value comes from, which twin runs it, and how
+//! the simulated value follows from the twin's cycles.
+
+use super::data::{Data, DataError};
+use super::twins::{run_key, RunKey};
+
+/// Where a row's measured value comes from.
+#[derive(Clone, Debug)]
+pub(super) enum Measured {
+    /// The `value` of row (test, param).
+    Value(&'static str, String),
+    /// (value(hi) − value(lo)) / units: a per-step cost from two totals.
+    Slope(&'static str, &'static str, &'static str, f64),
+}
+
+/// How the simulated value comes from the twin's cycles. `key` runs at `lo` and at `hi`; the
+/// difference of their cycles leaves out the start and the drain, which the CUDA kernels also
+/// leave out (or amortize).
+#[derive(Clone, Debug)]
+pub(super) enum Metric {
+    /// Δcycles / `per` − `minus`.
+    Slope {
+        key: &'static str,
+        lo: i64,
+        hi: i64,
+        per: f64,
+        minus: f64,
+    },
+    /// `amount` / Δcycles.
+    SlopeRate {
+        key: &'static str,
+        lo: i64,
+        hi: i64,
+        amount: f64,
+    },
+    /// cycles / `per` − `minus` of one run.
+    Single { per: f64, minus: f64 },
+    /// `amount` / cycles of one run.
+    SingleRate { amount: f64 },
+    /// Δcycles / Δcycles of the same twin with `base` sets, rounded: a multiple of a base case.
+    Degree {
+        key: &'static str,
+        lo: i64,
+        hi: i64,
+        base: Vec<(String, i64)>,
+    },
+}
+
+/// One row: its group, name and unit, the measured row it reads (of CSV `program`), and the
+/// twin with its parameter overrides whose cycles the metric turns into the simulated value.
+#[derive(Clone, Debug)]
+pub(super) struct Spec {
+    pub(super) group: &'static str,
+    pub(super) name: String,
+    pub(super) unit: &'static str,
+    pub(super) program: &'static str,
+    pub(super) measured: Measured,
+    pub(super) twin: &'static str,
+    pub(super) sets: Vec<(String, i64)>,
+    pub(super) metric: Metric,
+}
+
+impl Metric {
+    /// Cycles per iteration: the slope of `iters` between `lo` and `2·lo` iterations, less
+    /// `minus` (the issue slot of an instruction that waits on the measured one).
+    pub(super) fn per_iteration(lo: i64, minus: f64) -> Metric {
+        Metric::Slope {
+            key: "iters",
+            lo,
+            hi: 2 * lo,
+            per: lo as f64,
+            minus,
+        }
+    }
+
+    /// The simulated value from the cycles of [`Spec::runs`], in that order.
+    fn value(&self, cycles: &[f64]) -> f64 {
+        let delta = |hi: usize, lo: usize| cycles[hi] - cycles[lo];
+        match self {
+            Metric::Slope { per, minus, .. } => delta(1, 0) / per - minus,
+            Metric::SlopeRate { amount, .. } => amount / delta(1, 0).max(1.0),
+            Metric::Single { per, minus } => cycles[0] / per - minus,
+            Metric::SingleRate { amount } => amount / cycles[0].max(1.0),
+            Metric::Degree { .. } => (delta(1, 0) / delta(3, 2).max(1.0)).round(),
+        }
+    }
+}
+
+impl Spec {
+    /// The measured value and the SM clock it was measured at, in MHz.
+    pub(super) fn measured(&self, data: &Data) -> Result<(f64, f64), DataError> {
+        match &self.measured {
+            Measured::Value(test, param) => data.get(self.program, test, param),
+            Measured::Slope(test, lo, hi, units) => {
+                let (a, mhz) = data.get(self.program, test, lo)?;
+                let (b, _) = data.get(self.program, test, hi)?;
+                Ok(((b - a) / units, mhz))
+            }
+        }
+    }
+
+    /// The runs the metric needs, at the measured clock `mhz`.
+    pub(super) fn runs(&self, mhz: f64) -> Vec<RunKey> {
+        let k = |extra| run_key(self.twin, &self.sets, extra, mhz);
+        match &self.metric {
+            Metric::Slope { key, lo, hi, .. } | Metric::SlopeRate { key, lo, hi, .. } => {
+                vec![k(Some((key, *lo))), k(Some((key, *hi)))]
+            }
+            Metric::Single { .. } | Metric::SingleRate { .. } => vec![k(None)],
+            Metric::Degree { key, lo, hi, base } => vec![
+                k(Some((key, *lo))),
+                k(Some((key, *hi))),
+                run_key(self.twin, base, Some((key, *lo)), mhz),
+                run_key(self.twin, base, Some((key, *hi)), mhz),
+            ],
+        }
+    }
+
+    /// The simulated value, from each run's cycles.
+    pub(super) fn simulated(&self, mhz: f64, cycles: impl Fn(&RunKey) -> f64) -> f64 {
+        let c: Vec<f64> = self.runs(mhz).iter().map(cycles).collect();
+        self.metric.value(&c)
+    }
+}

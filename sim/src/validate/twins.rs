@@ -1,0 +1,126 @@
+//! The twin scenarios (`scenarios/calibration/`), compiled in, and their runs: each distinct
+//! (twin, parameters, clock) simulates once, on as many threads as the machine offers.
+
+use super::ValidateError;
+use crate::run::{self, RunError, RunOptions};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+/// The twin scenarios: (name, RON text).
+const TWINS: &[(&str, &str)] = &[
+    (
+        "pipes",
+        include_str!("../../../scenarios/calibration/pipes.ron"),
+    ),
+    (
+        "smem",
+        include_str!("../../../scenarios/calibration/smem.ron"),
+    ),
+    (
+        "wgmma",
+        include_str!("../../../scenarios/calibration/wgmma.ron"),
+    ),
+    (
+        "barriers",
+        include_str!("../../../scenarios/calibration/barriers.ron"),
+    ),
+    (
+        "gmem",
+        include_str!("../../../scenarios/calibration/gmem.ron"),
+    ),
+    (
+        "tma",
+        include_str!("../../../scenarios/calibration/tma.ron"),
+    ),
+];
+
+/// Why a twin could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum TwinError {
+    #[error("no twin scenario `{0}`")]
+    Unknown(&'static str),
+    #[error(transparent)]
+    Run(#[from] RunError),
+}
+
+/// One simulation: twin, parameter overrides (sorted), SM clock in kHz (an integer key).
+pub(super) type RunKey = (&'static str, Vec<(String, i64)>, u64);
+
+/// The run of `twin` with `sets` and the `extra` override, at `mhz`.
+pub(super) fn run_key(
+    twin: &'static str,
+    sets: &[(String, i64)],
+    extra: Option<(&str, i64)>,
+    mhz: f64,
+) -> RunKey {
+    let mut m: BTreeMap<String, i64> = sets.iter().cloned().collect();
+    if let Some((k, v)) = extra {
+        m.insert(k.to_string(), v);
+    }
+    (twin, m.into_iter().collect(), (mhz * 1000.0).round() as u64)
+}
+
+/// The cycles of one run.
+fn simulate(gpu: &str, key: &RunKey) -> Result<u64, TwinError> {
+    let (twin, sets, khz) = key;
+    let text = TWINS
+        .iter()
+        .find(|(n, _)| n == twin)
+        .map(|(_, t)| *t)
+        .ok_or(TwinError::Unknown(twin))?;
+    let opts = RunOptions {
+        sets: sets.clone(),
+        gpu: Some(gpu.to_string()),
+        clock_mhz: Some(*khz as f64 / 1000.0),
+        ..RunOptions::default()
+    };
+    let file = format!("scenarios/calibration/{twin}.ron");
+    let (kernel, preset) = run::load_source(&file, text, &opts)?;
+    let report = run::simulate(&file, &kernel, &preset, &opts)?;
+    Ok(report.cycles)
+}
+
+/// Simulates every run, on as many threads as the machine offers (each run is independent and
+/// deterministic, so the results do not depend on the threads).
+pub(super) fn run_all(
+    gpu: &str,
+    keys: Vec<RunKey>,
+) -> Result<BTreeMap<RunKey, u64>, ValidateError> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(keys.len().max(1));
+    let next = Mutex::new(0usize);
+    let results: Mutex<BTreeMap<RunKey, Result<u64, TwinError>>> = Mutex::new(BTreeMap::new());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = {
+                    let mut n = next.lock().unwrap_or_else(|p| p.into_inner());
+                    let i = *n;
+                    *n += 1;
+                    i
+                };
+                let Some(key) = keys.get(i) else { break };
+                let r = simulate(gpu, key);
+                results
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(key.clone(), r);
+            });
+        }
+    });
+    let mut out = BTreeMap::new();
+    for (k, r) in results.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        let cycles = r.map_err(|source| {
+            let sets: Vec<String> = k.1.iter().map(|(a, b)| format!("{a}={b}")).collect();
+            ValidateError::Twin {
+                twin: k.0,
+                sets: sets.join(" "),
+                source: Box::new(source),
+            }
+        })?;
+        out.insert(k, cycles);
+    }
+    Ok(out)
+}
