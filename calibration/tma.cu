@@ -15,42 +15,8 @@
 //   tma_bw_promo256          : tma_bw_l2 at 8 stages with CU_TENSOR_MAP_L2_PROMOTION_L2_256B
 // Build: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -o tma tma.cu
 // (cuTensorMapEncodeTiled comes through the runtime's driver entry point: no -lcuda needed.)
-#include "common.cuh"
-#include <cuda.h>
-#include <cudaTypedefs.h>
+#include "tma_util.cuh"
 #include <algorithm>
-
-__device__ unsigned g_timeouts;
-
-__device__ __forceinline__ uint32_t saddr(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
-
-__device__ __forceinline__ void bar_init(uint32_t bar) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar));
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-__device__ __forceinline__ void arrive_expect(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-}
-// Spins on try_wait; gives up (and counts a timeout) after about a second so that a mistake
-// cannot hang the device.
-__device__ __forceinline__ void wait_phase(uint32_t bar, uint32_t parity) {
-  long long t0 = clock64();
-  for (;;) {
-    uint32_t ok;
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        " selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
-    if (ok) return;
-    if (clock64() - t0 > 2000000000LL) { atomicAdd(&g_timeouts, 1u); return; }
-  }
-}
-__device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, int row, uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-      ::"r"(dst), "l"((uint64_t)map), "r"(0), "r"(row), "r"(bar) : "memory");
-}
 
 // Mean cycles per load over iterations 1..iters (iteration 0 warms the line when step is 0).
 __global__ void tma_lat(const __grid_constant__ CUtensorMap map, int iters, int row0, int step, int bytes,
@@ -108,33 +74,6 @@ __global__ void tma_stream(const __grid_constant__ CUtensorMap map, int loads, i
   for (int j = loads - stages; j < loads; ++j) wait_phase(saddr(&my[j % stages]), (j / stages) & 1);
   long long t1 = clock64();
   out[w] = t1 - t0;
-}
-
-// A 2-D bf16 tensor of `rows` rows of `cols` elements over base, boxes of `box_rows` full rows.
-static CUtensorMap make_map(void* base, uint64_t rows, uint32_t box_rows, uint32_t cols = 64,
-                            CUtensorMapL2promotion promo = CU_TENSOR_MAP_L2_PROMOTION_NONE) {
-  static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
-  if (!encode) {
-    cudaDriverEntryPointQueryResult q;
-    CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void**)&encode, 12000, cudaEnableDefault, &q));
-    if (q != cudaDriverEntryPointSuccess || !encode) {
-      fprintf(stderr, "cuTensorMapEncodeTiled not found\n");
-      exit(1);
-    }
-  }
-  CUtensorMap m;
-  cuuint64_t dims[2] = {cols, rows};
-  cuuint64_t strides[1] = {cols * 2};
-  cuuint32_t box[2] = {cols, box_rows};
-  cuuint32_t estr[2] = {1, 1};
-  CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, base, dims, strides, box, estr,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-                        promo, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) {
-    fprintf(stderr, "cuTensorMapEncodeTiled failed: %d\n", (int)r);
-    exit(1);
-  }
-  return m;
 }
 
 static unsigned long long read1(unsigned long long* d) {
