@@ -1,7 +1,7 @@
 //! The compiled kernel: what the simulator runs. Names are resolved to small indices, parameters
 //! folded into constants, loops and conditionals turned into counters and jumps.
 
-use crate::expr::Code;
+use crate::expr::{Code, EvalError};
 use crate::scenario::DType;
 use std::collections::BTreeMap;
 
@@ -324,9 +324,92 @@ pub enum Inst {
     },
 }
 
+/// Why a warp's per-lane address expression gives no addresses.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LaneError {
+    #[error(transparent)]
+    Eval(#[from] EvalError),
+    #[error("lane {lane} accesses bytes {start}..{end}, outside {what} ({limit} bytes)")]
+    OutOfRange {
+        lane: i64,
+        start: i64,
+        end: i64,
+        what: &'static str,
+        limit: u64,
+    },
+}
+
+/// The 32 lanes' byte addresses of the per-lane expression `addr`, evaluated over a warp's
+/// variables `env` with the `lane` slot set to each lane in turn (and back to 0 after). Each
+/// lane's `width` bytes must lie within `limit` bytes from `base`; `what` names that range.
+pub fn lane_addresses(
+    env: &mut [i64],
+    addr: &Code,
+    base: u64,
+    limit: u64,
+    width: u32,
+    what: &'static str,
+) -> Result<Vec<u64>, LaneError> {
+    let mut out = Vec::with_capacity(WARP_SIZE as usize);
+    let result = (0..WARP_SIZE as i64).try_for_each(|lane| {
+        env[slot::LANE as usize] = lane;
+        let a = addr.eval(env)?;
+        if a < 0 || a as u64 + width as u64 > limit {
+            return Err(LaneError::OutOfRange {
+                lane,
+                start: a,
+                end: a.saturating_add(width as i64),
+                what,
+                limit,
+            });
+        }
+        out.push(base + a as u64);
+        Ok(())
+    });
+    env[slot::LANE as usize] = 0;
+    result.map(|()| out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::expr::{parse, Binding};
+
+    /// `text` compiled with `lane` bound to its slot.
+    fn per_lane(text: &str) -> Code {
+        Code::compile(&parse(text).unwrap(), &mut |n| {
+            (n == "lane").then_some(Binding::Slot(slot::LANE))
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn lane_addresses_cover_the_warp_and_stay_in_range() {
+        let mut env = vec![0i64; slot::LANE as usize + 1];
+        let a = lane_addresses(&mut env, &per_lane("lane * 8"), 1000, 256, 8, "the slot").unwrap();
+        assert_eq!(a.len(), 32);
+        assert_eq!((a[0], a[31]), (1000, 1000 + 31 * 8));
+        assert_eq!(env[slot::LANE as usize], 0);
+        let err = lane_addresses(&mut env, &per_lane("lane * 8"), 0, 255, 8, "the slot");
+        assert_eq!(
+            err.unwrap_err().to_string(),
+            "lane 31 accesses bytes 248..256, outside the slot (255 bytes)"
+        );
+        assert_eq!(
+            env[slot::LANE as usize],
+            0,
+            "the lane slot is reset on errors too"
+        );
+        let err = lane_addresses(
+            &mut env,
+            &per_lane("64 / (3 - lane) + 100"),
+            0,
+            1 << 20,
+            4,
+            "x",
+        );
+        assert!(matches!(err, Err(LaneError::Eval(_))), "{err:?}");
+    }
 
     #[test]
     fn out_of_range_indices_say_which_array() {

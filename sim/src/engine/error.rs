@@ -6,7 +6,7 @@ use crate::observe::sanitizer::Finding;
 use crate::sm::mbarrier::MBarrierError;
 use crate::sm::named_barrier::NamedBarrierError;
 use isa::expr::EvalError;
-use isa::program::IndexError;
+use isa::program::{IndexError, LaneError};
 
 /// Why a run stopped without finishing.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -57,14 +57,8 @@ pub enum Fault {
     ControlSteps { steps: u32 },
     #[error("{0}")]
     Index(#[from] IndexError),
-    #[error("lane {lane} accesses bytes {start}..{end}, outside {what} ({limit} bytes)")]
-    LaneOutOfRange {
-        lane: i64,
-        start: i64,
-        end: i64,
-        what: &'static str,
-        limit: u64,
-    },
+    #[error("{0}")]
+    Lane(LaneError),
     #[error("{pipe} count {count} exceeds {max} warp-instructions per instruction")]
     MacroCount {
         pipe: &'static str,
@@ -96,6 +90,15 @@ pub enum Fault {
 impl From<EvalError> for Fault {
     fn from(e: EvalError) -> Self {
         Fault::Eval(e)
+    }
+}
+
+impl From<LaneError> for Fault {
+    fn from(e: LaneError) -> Self {
+        match e {
+            LaneError::Eval(e) => Fault::Eval(e),
+            other => Fault::Lane(other),
+        }
     }
 }
 

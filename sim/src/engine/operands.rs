@@ -4,7 +4,7 @@
 use super::error::Fault;
 use super::Engine;
 use isa::expr::Code;
-use isa::program::{slot, BarRef, SlotRef, WARP_SIZE};
+use isa::program::{lane_addresses, BarRef, SlotRef};
 
 impl Engine<'_> {
     pub(crate) fn eval(&self, w: u32, code: &Code) -> Result<i64, Fault> {
@@ -40,23 +40,8 @@ impl Engine<'_> {
         width: u32,
         what: &'static str,
     ) -> Result<Vec<u64>, Fault> {
-        let mut out = Vec::with_capacity(WARP_SIZE as usize);
-        for lane in 0..WARP_SIZE as i64 {
-            self.warps[w as usize].env[slot::LANE as usize] = lane;
-            let a = self.eval(w, addr)?;
-            if a < 0 || a as u64 + width as u64 > limit {
-                return Err(Fault::LaneOutOfRange {
-                    lane,
-                    start: a,
-                    end: a + width as i64,
-                    what,
-                    limit,
-                });
-            }
-            out.push(base + a as u64);
-        }
-        self.warps[w as usize].env[slot::LANE as usize] = 0;
-        Ok(out)
+        let env = &mut self.warps[w as usize].env;
+        Ok(lane_addresses(env, addr, base, limit, width, what)?)
     }
 
     pub(crate) fn tx_bytes(&self, w: u32, bytes: &Code) -> Result<u64, Fault> {

@@ -21,7 +21,7 @@ pub const MAX_MACRO_COUNT: i64 = 1 << 30;
 const MMA_FLOPS: u64 = 2 * 16 * 8 * 16;
 
 /// The pipe's index in `Partition::pipes`.
-pub(crate) fn pipe_index(p: Pipe) -> usize {
+pub fn pipe_index(p: Pipe) -> usize {
     match p {
         Pipe::Alu => 0,
         Pipe::Fma => 1,

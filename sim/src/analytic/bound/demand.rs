@@ -1,7 +1,5 @@
 //! What a kernel asks of each unit, per SM and per partition, in the units' own cycles or bytes.
 
-use isa::program::Pipe;
-
 /// What one SM's CTAs ask of its units.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Demand {
@@ -15,7 +13,7 @@ pub struct Demand {
     pub port_bytes: u64,
     /// Bytes the SM's requests move through L2.
     pub l2_bytes: u64,
-    /// Per partition: cycles of the ALU, FMA, MUFU and mma.sync pipes, in that order.
+    /// Per partition: cycles of the ALU, FMA, MUFU and mma.sync pipes (`sm::pipes::pipe_index`).
     pub pipes: Vec<[u64; 4]>,
     /// Per partition: issue slots.
     pub issue: Vec<u64>,
@@ -44,15 +42,5 @@ impl Demand {
         for (a, b) in self.issue.iter_mut().zip(&o.issue) {
             *a += b;
         }
-    }
-}
-
-/// The index of pipe `p` in [`Demand::pipes`].
-pub(super) fn pipe_index(p: Pipe) -> usize {
-    match p {
-        Pipe::Alu => 0,
-        Pipe::Fma => 1,
-        Pipe::Mufu => 2,
-        Pipe::Mma => 3,
     }
 }

@@ -4,6 +4,7 @@
 use crate::engine::MAX_CONTROL_STEPS;
 use crate::sm::pipes::MAX_MACRO_COUNT;
 use isa::expr::EvalError;
+use isa::program::LaneError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BoundError {
@@ -52,14 +53,8 @@ pub enum WalkError {
         coords: usize,
         tensor_rank: usize,
     },
-    #[error("lane {lane} accesses bytes {start}..{end}, outside {what} ({limit} bytes)")]
-    LaneOutOfRange {
-        lane: i64,
-        start: i64,
-        end: i64,
-        what: &'static str,
-        limit: u64,
-    },
+    #[error("{0}")]
+    Lane(LaneError),
     #[error("atomic counter {0} is not declared")]
     NoCounter(usize),
     #[error("atomic counter overflow")]
@@ -70,5 +65,14 @@ impl WalkError {
     /// This error as part `what` of an op.
     pub(super) fn within(self, what: &'static str) -> WalkError {
         WalkError::In(what, Box::new(self))
+    }
+}
+
+impl From<LaneError> for WalkError {
+    fn from(e: LaneError) -> Self {
+        match e {
+            LaneError::Eval(e) => WalkError::Eval(e),
+            other => WalkError::Lane(other),
+        }
     }
 }

@@ -2,15 +2,16 @@
 //! cost formulas (pipe cycles, HGMMA math and operand feed, shared-memory wavefronts, TMA box
 //! spans, coalesced sectors), and the L2 lines it touches.
 
-use super::demand::{pipe_index, Demand};
+use super::demand::Demand;
 use super::error::WalkError;
 use super::lines::Touch;
 use super::walk::{Walk, WarpWalk};
+use crate::sm::pipes::pipe_index;
 use crate::sm::pipes::MAX_MACRO_COUNT;
 use crate::sm::tensor_core::{Hgmma, NO_SLOT};
 use crate::{memory::coalesce, sm::smem, sm::tma};
 use isa::expr::Code;
-use isa::program::{slot, Inst, Pipe, SlotRef};
+use isa::program::{lane_addresses, Inst, Pipe, SlotRef};
 
 impl Walk<'_> {
     /// Adds one instruction's demand; returns the issue slots it takes (0: skipped, as the
@@ -296,22 +297,6 @@ impl Walk<'_> {
         what: &'static str,
     ) -> Result<Vec<u64>, WalkError> {
         self.spend(32)?;
-        let mut out = Vec::with_capacity(32);
-        for lane in 0..32i64 {
-            w.env[slot::LANE as usize] = lane;
-            let a = w.eval(addr)?;
-            if a < 0 || a as u64 + width as u64 > limit {
-                return Err(WalkError::LaneOutOfRange {
-                    lane,
-                    start: a,
-                    end: a.saturating_add(width as i64),
-                    what,
-                    limit,
-                });
-            }
-            out.push(base + a as u64);
-        }
-        w.env[slot::LANE as usize] = 0;
-        Ok(out)
+        Ok(lane_addresses(&mut w.env, addr, base, limit, width, what)?)
     }
 }

@@ -35,7 +35,7 @@ pub use error::{BoundError, WalkError};
 
 use crate::gpu::cta_scheduler::occupancy;
 use crate::gpu::preset::Preset;
-use demand::pipe_index;
+use crate::sm::pipes::pipe_index;
 use isa::program::{Kernel, Pipe};
 use walk::Walk;
 
