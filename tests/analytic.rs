@@ -599,12 +599,12 @@ fn bound_ratio(name: &str, pairs: &[(&str, i64)]) -> f64 {
 
 #[test]
 fn generic_bound_names_the_binding_unit() {
-    // 128x256x64 SS tiles: HGMMA math and the shared-memory port (operands + TMA writes) are
-    // both 1024 cycles per k-block; a tie goes to the tensor pipe.
+    // 128x256x64 SS tiles: 1024 cycles of HGMMA math per k-block against 640 of operand reads
+    // on the shared-memory port (8 HGMMAs of 2048 + 8192 B); TMA writes take the fill path.
     let ws = generic_bound("gemm_ws", &[("stages", 4)]);
     assert_eq!(ws.binding, "tensor");
     assert_eq!(ws.cycles, 65_536);
-    assert_eq!(ws.unit("smem"), Some(65_536.0));
+    assert_eq!(ws.unit("smem"), Some(64.0 * 640.0));
     // SS N = 32: 24 cycles of operand feed per HGMMA against 16 of math.
     let narrow = generic_bound("wgmma_stream", &[("n", 32), ("a_from", 0)]);
     assert_eq!((narrow.binding, narrow.cycles), ("smem", 64 * 4 * 24));

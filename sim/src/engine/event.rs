@@ -35,11 +35,9 @@ pub(crate) enum Event {
     TensorDone(u32),
     /// An HGMMA's results are visible to `wgmma.wait_group` of its warpgroup.
     HgmmaComplete(Hgmma),
-    /// A chunk of a TMA load is back from L2: move it from L2 through the SM's port.
+    /// A chunk of a TMA load is back from L2: stream it into shared memory. Booking the SM's
+    /// fill path at this event, not earlier, keeps that path's bookings in time order.
     TmaChunk(Chunk),
-    /// A TMA chunk passed the SM's port: write it into shared memory. Booking the shared-memory
-    /// port at this event, not earlier, keeps that port's bookings in time order.
-    TmaWrite(Chunk),
     /// TMA bytes are in shared memory: complete-tx on the mbarrier; the slot is filled.
     TxComplete { cta: u32, bar: u32, done: TmaDone },
 }
@@ -62,7 +60,6 @@ impl Engine<'_> {
             Event::TensorDone(sm) => self.on_tensor_done(sm),
             Event::HgmmaComplete(h) => self.on_hgmma_complete(h),
             Event::TmaChunk(c) => self.on_tma_chunk(c),
-            Event::TmaWrite(c) => self.on_tma_write(c),
             Event::TxComplete { cta, bar, done } => self.on_tx_complete(cta, bar, done),
         }
     }

@@ -144,7 +144,7 @@ impl<'a> Engine<'a> {
             mem: MemSys::new(p, cfg.clock_mhz),
             now: 0,
             q: EventQueue::default(),
-            sms: (0..p.sm.count).map(|_| Sm::default()).collect(),
+            sms: (0..p.sm.count).map(|_| Sm::new(p)).collect(),
             active: vec![0; nparts.div_ceil(64)],
             parts,
             warps: Vec::new(),

@@ -223,7 +223,8 @@ impl Engine<'_> {
         };
         let outcome = match inst {
             Inst::Compute { pipe, count, .. } => return self.compute_outcome(w, *pipe, count, at),
-            Inst::Wgmma { .. } | Inst::WgmmaFence => at.inputs_or_ready(),
+            Inst::Wgmma { .. } => self.wgmma_outcome(w, at),
+            Inst::WgmmaFence => at.inputs_or_ready(),
             Inst::WgmmaWait { n } => self.wgmma_wait_outcome(w, n)?,
             Inst::Wait { bar, parity } => self.mbarrier_wait_outcome(w, bar, parity)?,
             Inst::TmaLoad { .. } | Inst::TmaStore { .. } => self.tma_outcome(w),

@@ -2,7 +2,8 @@
 //! (`crate::sm`) are plain values inside them; the engine owns every instance, so one
 //! `&mut Engine` is the only way to change any of it.
 
-use crate::engine::server::Server;
+use crate::engine::server::{Link, Server};
+use crate::gpu::preset::Preset;
 use crate::observe::warp_state::{Accounting, State};
 use crate::sm::async_groups::AsyncGroups;
 use crate::sm::mbarrier::MBarrier;
@@ -90,17 +91,33 @@ pub(crate) struct Cta {
 }
 
 /// One SM's shared units and its CTA slots.
-#[derive(Default)]
 pub(crate) struct Sm {
     /// The shared-memory port (one 128-byte wavefront per cycle).
     pub port: Server,
     pub tensor: TensorPipe,
     pub tma_issue: Server,
+    /// The path TMA loads take from L2 into shared memory.
+    pub tma_fill: Link,
     /// TMA busy time: cycles with at least one load in flight, and the end of the last.
     pub tma_covered_until: u64,
     pub tma_busy: u64,
     pub resident: u32,
     pub launched: u32,
+}
+
+impl Sm {
+    pub fn new(p: &Preset) -> Self {
+        Sm {
+            port: Server::default(),
+            tensor: TensorPipe::default(),
+            tma_issue: Server::default(),
+            tma_fill: Link::new(p.tma.fill_bytes_per_cycle),
+            tma_covered_until: 0,
+            tma_busy: 0,
+            resident: 0,
+            launched: 0,
+        }
+    }
 }
 
 #[derive(Default)]

@@ -132,6 +132,8 @@ pub struct Tensor {
     pub flops_per_cycle: u64,
     pub extra_latency: u64,
     pub has_wgmma: bool,
+    /// HGMMAs a warpgroup may have issued and not completed; issuing one more waits.
+    pub max_hgmma_in_flight: u64,
     /// Cycles one mma.sync m16n8k16 holds its partition's tensor core, and its latency.
     pub mma_cycles: u64,
     pub mma_latency: u64,
@@ -152,6 +154,9 @@ pub struct Tma {
     pub issue_cycles: u64,
     pub chunk_bytes: u64,
     pub extra_latency: u64,
+    /// Bytes per cycle of the SM's path from L2 into shared memory that TMA loads take; it
+    /// is neither the shared-memory port nor the SM's port for ordinary loads.
+    pub fill_bytes_per_cycle: f64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -343,6 +348,10 @@ impl Preset {
                 self.memory.hbm.interleave_bytes,
             ),
             ("tensor.mma_cycles", self.tensor.mma_cycles),
+            (
+                "tensor.max_hgmma_in_flight",
+                self.tensor.max_hgmma_in_flight,
+            ),
             ("regs.alloc_unit", self.regs.alloc_unit as u64),
         ] {
             if v == 0 {
@@ -351,6 +360,7 @@ impl Preset {
         }
         for (field, v) in [
             ("memory.sm_bytes_per_cycle", self.memory.sm_bytes_per_cycle),
+            ("tma.fill_bytes_per_cycle", self.tma.fill_bytes_per_cycle),
             ("memory.l2.bytes_per_cycle", self.memory.l2.bytes_per_cycle),
             ("memory.hbm.bandwidth_gbs", self.memory.hbm.bandwidth_gbs),
         ] {

@@ -14,7 +14,7 @@
 use crate::engine::error::Fault;
 use crate::engine::event::Event;
 use crate::engine::hooks::Hook;
-use crate::engine::schedule::Outcome;
+use crate::engine::schedule::{Outcome, Pending};
 use crate::engine::server::Server;
 use crate::engine::Engine;
 use crate::observe::warp_state::State;
@@ -111,6 +111,26 @@ pub(crate) struct WgmmaOperands<'k> {
 }
 
 impl Engine<'_> {
+    /// A wgmma waits for its inputs when it starts, and before each HGMMA for room while its
+    /// warpgroup already has `tensor.max_hgmma_in_flight` HGMMAs issued and not completed (the
+    /// H200's issuing thread blocks there); the completion that makes room wakes it.
+    pub(crate) fn wgmma_outcome(&mut self, w: u32, at: Pending) -> Outcome {
+        if let (Some(stall), true) = (at.scoreboard, at.starting) {
+            return stall;
+        }
+        let warp = &self.warps[w as usize];
+        let limit = self.p.tensor.max_hgmma_in_flight;
+        let wg = &mut self.wgs[warp.wg as usize];
+        if warp.hgmma_issued < wg.completed + limit {
+            return Outcome::Ready;
+        }
+        let target = warp.hgmma_issued + 1 - limit;
+        if !wg.waiters.contains(&(w, target)) {
+            wg.waiters.push((w, target));
+        }
+        Outcome::Blocked(State::WgmmaWait)
+    }
+
     /// `wgmma.wait_group(n)`: ready when at most `n` of the warp's committed groups are
     /// pending; otherwise the warp waits for the HGMMA count that closes the group it needs.
     pub(crate) fn wgmma_wait_outcome(&mut self, w: u32, n: &Code) -> Result<Outcome, Fault> {

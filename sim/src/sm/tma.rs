@@ -5,10 +5,13 @@
 //!
 //! `cp.async.bulk.tensor` loads and stores are issued here. A load books the SM's TMA issue
 //! unit, waits `tma.extra_latency`, reads its spans from the memory system in chunks of
-//! `tma.chunk_bytes`, and each chunk then passes three events: back from L2 → through the SM's
-//! port (`TmaChunk`) → into shared memory (`TmaWrite`) → complete-tx on the mbarrier, for the
-//! last chunk (`TxComplete`). Booking the ports at the chunk's events keeps their bookings in
-//! time order. A store reads the slot through the shared-memory port, then writes its spans.
+//! `tma.chunk_bytes`, and each chunk, back from L2 (`TmaChunk`), passes the SM's fill path into
+//! shared memory (`tma.fill_bytes_per_cycle`); the last chunk's arrival is the box's
+//! complete-tx on the mbarrier (`TxComplete`). Booking the fill path at the chunk's event keeps
+//! its bookings in time order. TMA writes do not take the shared-memory port that wgmma
+//! operand reads and ld/st.shared use: on the H200 they run at full rate beside SS wgmma
+//! saturating that port (calibration/data/h200-smem_port.csv). A store reads the slot through
+//! the shared-memory port (unmeasured), then writes its spans.
 
 use crate::engine::error::Fault;
 use crate::engine::event::{Chunk, Event, TmaDone};
@@ -194,16 +197,10 @@ impl Engine<'_> {
         Ok(())
     }
 
-    /// A chunk is back from L2: it passes the SM's port next.
+    /// A chunk is back from L2: it streams into shared memory through the SM's fill path; the
+    /// last chunk's arrival completes the box.
     pub(crate) fn on_tma_chunk(&mut self, c: Chunk) {
-        let arrived = self.mem.port(c.sm, self.now, c.bytes);
-        self.q.push(arrived, Event::TmaWrite(c));
-    }
-
-    /// A chunk passed the SM's port: write it into shared memory.
-    pub(crate) fn on_tma_write(&mut self, c: Chunk) {
-        let cycles = c.bytes.div_ceil(self.p.smem.bytes_per_cycle());
-        let (_, end) = self.sms[c.sm as usize].port.book(self.now, cycles);
+        let end = self.sms[c.sm as usize].tma_fill.book(self.now, c.bytes);
         self.book_horizon(end);
         if let Some(done) = c.complete {
             self.q.push(

@@ -98,7 +98,7 @@ pub(super) const GROUPS: &[Group] = &[
         bound: Bound::None,
         note: "not modeled: one issuing thread completes one multi-row box per ~580 cycles \
                whatever its size (2 to 32 KiB), and more issuing warps scale it; the model has a \
-               per-operation issue interval and the SM's port",
+               per-operation issue interval and the SM's TMA fill path",
     },
     Group {
         name: "cta_launch",

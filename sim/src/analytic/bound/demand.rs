@@ -11,6 +11,8 @@ pub struct Demand {
     pub tma: u64,
     /// Bytes through the SM's port to L2.
     pub port_bytes: u64,
+    /// Bytes TMA loads move from L2 into shared memory (the SM's fill path).
+    pub fill_bytes: u64,
     /// Bytes the SM's requests move through L2.
     pub l2_bytes: u64,
     /// Per partition: cycles of the ALU, FMA, MUFU and mma.sync pipes (`sm::pipes::pipe_index`).
@@ -33,6 +35,7 @@ impl Demand {
         self.smem += o.smem;
         self.tma += o.tma;
         self.port_bytes += o.port_bytes;
+        self.fill_bytes += o.fill_bytes;
         self.l2_bytes += o.l2_bytes;
         for (a, b) in self.pipes.iter_mut().zip(&o.pipes) {
             for i in 0..4 {

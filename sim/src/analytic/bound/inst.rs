@@ -64,10 +64,8 @@ impl Walk<'_> {
                 dst,
                 ..
             } => {
-                let traffic = self.tma_box(w, d, *tensor, coords, dst, false)?;
-                // The box streams back in chunks; each chunk is written through the port.
-                let chunk = p.tma.chunk_bytes.max(1);
-                d.smem += traffic / chunk * chunk.div_ceil(port) + (traffic % chunk).div_ceil(port);
+                // The box streams into shared memory by the fill path, not the port.
+                d.fill_bytes += self.tma_box(w, d, *tensor, coords, dst, false)?;
                 Ok(1)
             }
             Inst::TmaStore {
@@ -174,7 +172,9 @@ impl Walk<'_> {
         for (addr, len) in spans {
             self.access(d, addr, len, store);
         }
-        d.port_bytes += traffic;
+        if store {
+            d.port_bytes += traffic;
+        }
         d.tma += self.p.tma.issue_cycles;
         Ok(traffic)
     }

@@ -45,8 +45,9 @@ use walk::Walk;
 pub const WALK_BUDGET: u64 = 1 << 28;
 
 /// Unit names in tie-break order: of units with equal time, the first one listed binds.
-pub const UNITS: [&str; 11] = [
-    "tensor", "mma", "smem", "issue", "mufu", "fma", "alu", "tma", "l2_port", "l2", "hbm",
+pub const UNITS: [&str; 12] = [
+    "tensor", "mma", "smem", "issue", "mufu", "fma", "alu", "tma", "tma_fill", "l2_port", "l2",
+    "hbm",
 ];
 
 /// The bound of one kernel.
@@ -129,6 +130,7 @@ pub fn bound_within(
         pipe(pipe_index(Pipe::Fma)),
         pipe(pipe_index(Pipe::Alu)),
         busiest(&|d: &Demand| d.tma as f64),
+        busiest(&|d: &Demand| d.fill_bytes as f64 / p.tma.fill_bytes_per_cycle),
         busiest(&|d: &Demand| d.port_bytes as f64 / m.sm_bytes_per_cycle),
         total.l2_bytes as f64 / m.l2.bytes_per_cycle,
         (dram_read_bytes + dram_write_bytes) as f64 / hbm_bytes_per_cycle,
