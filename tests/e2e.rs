@@ -1,26 +1,12 @@
 //! End-to-end tests over the scenarios and the `sim` binary.
 
+mod common;
+
+use common::{fixture, scenario, sets, sim, temp_scenario};
 use sim::engine::{Config, Engine, RunStats};
 use sim::observe::report::Report;
 use sim::observe::warp_state::State;
 use sim::run::{self, RunOptions};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn scenario(name: &str) -> PathBuf {
-    root().join("scenarios").join(format!("{name}.ron"))
-}
-
-fn sets(pairs: &[(&str, i64)]) -> RunOptions {
-    RunOptions {
-        sets: pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-        ..RunOptions::default()
-    }
-}
 
 fn report(name: &str, pairs: &[(&str, i64)]) -> Report {
     run::run_file(&scenario(name), &sets(pairs)).unwrap_or_else(|e| panic!("{name}: {e}"))
@@ -31,22 +17,6 @@ fn stats(name: &str, pairs: &[(&str, i64)]) -> RunStats {
     Engine::new(&kernel, &preset, Config::default())
         .run()
         .unwrap()
-}
-
-fn sim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sim"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("the sim binary runs")
-}
-
-fn temp_scenario(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sim-e2e-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
 }
 
 fn gemm_ws_text() -> String {
@@ -342,9 +312,9 @@ fn presets_are_listed() {
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("h100-sxm"));
 }
 
-fn fixture(name: &str, pairs: &[(&str, i64)]) -> (Report, RunStats) {
-    let path = root().join("tests/fixtures").join(format!("{name}.ron"));
-    let (kernel, preset) = run::load(&path, &sets(pairs)).unwrap();
+/// A fixture's report and engine statistics.
+fn run_fixture(name: &str, pairs: &[(&str, i64)]) -> (Report, RunStats) {
+    let (kernel, preset) = run::load(&fixture(name), &sets(pairs)).unwrap();
     let stats = Engine::new(&kernel, &preset, Config::default())
         .run()
         .unwrap();
@@ -364,7 +334,7 @@ fn bank_conflicts_and_sectors_come_from_the_addresses() {
         (64, 16, 32),
         (2, 8, 2),
     ] {
-        let (_, s) = fixture(
+        let (_, s) = run_fixture(
             "memory_patterns",
             &[("smem_stride", smem_stride), ("width", width)],
         );
@@ -376,21 +346,21 @@ fn bank_conflicts_and_sectors_come_from_the_addresses() {
     }
     // 32 consecutive words: 4 sectors of 32 B; a 1 KiB stride: 32 sectors.
     for (gmem_stride, sectors) in [(4, 4), (1024, 32)] {
-        let (r, _) = fixture("memory_patterns", &[("gmem_stride", gmem_stride)]);
+        let (r, _) = run_fixture("memory_patterns", &[("gmem_stride", gmem_stride)]);
         assert_eq!(
             r.l2.bytes,
             accesses * sectors * 32,
             "stride {gmem_stride} B"
         );
     }
-    let (r, _) = fixture("memory_patterns", &[]);
+    let (r, _) = run_fixture("memory_patterns", &[]);
     // Each iteration's FMA waits for nothing it reads; the loads' latency shows as idle tail.
     assert!(r.roles["w"].states["selected"] == 4 * 30);
 }
 
 #[test]
 fn epilogue_stores_through_shared_memory_and_tma() {
-    let (r, s) = fixture("epilogue", &[]);
+    let (r, s) = run_fixture("epilogue", &[]);
     // The TMA store moves the whole 128 x 64 bf16 tile; st.shared writes it once (16 KiB at
     // 128 B/cycle) and the TMA store reads it once more.
     assert_eq!(r.l2.bytes, 128 * 64 * 2);

@@ -7,14 +7,11 @@
 //! snapshots in the same commit (`INSTA_UPDATE=always cargo test --test golden`, then review
 //! `git diff tests/golden`) and says in its message which figures moved and why.
 
+mod common;
+
+use common::{command, root};
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 /// Runs `sim ARGS` and renders what it did; `outputs` are the files it is expected to write,
 /// relative to the repository root (removed first, so a stale file cannot pass).
@@ -23,9 +20,7 @@ fn record(args: &[&str], outputs: &[&str]) -> String {
     for o in outputs {
         let _ = std::fs::remove_file(root.join(o));
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_sim"))
-        .args(args)
-        .current_dir(&root)
+    let out = command(args)
         .env_remove("RUST_LOG")
         .env("NO_COLOR", "1")
         .output()

@@ -1,20 +1,13 @@
 //! The sanitizer: every broken pipeline in tests/fixtures is reported precisely, the correct
 //! ones pass clean, deadlocks are diagnosed, runs terminate, and no input makes the tool panic.
 
+mod common;
+
+use common::{fixture, scenario_files, scratch, sim};
 use proptest::prelude::*;
 use sim::engine::{Config, Engine};
 use sim::gpu::preset::Preset;
 use sim::run::{self, RunOptions};
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn fixture(name: &str) -> PathBuf {
-    root().join("tests/fixtures").join(format!("{name}.ron"))
-}
 
 /// The error a fixture's run ends with.
 fn diagnosis(name: &str) -> String {
@@ -131,21 +124,18 @@ fn a_named_barrier_short_of_threads_deadlocks() {
 
 #[test]
 fn correct_pipelines_check_clean_and_no_check_skips_the_sanitizer() {
-    for entry in std::fs::read_dir(root().join("scenarios")).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "ron") {
-            let opts = RunOptions {
-                sets: match path.file_stem().and_then(|s| s.to_str()) {
-                    // Keep the big ones short: the pipelines are the same.
-                    Some("gemm" | "persistent_gemm") => vec![("k".into(), 512)],
-                    Some("hbm_stream") => vec![("mib".into(), 16)],
-                    _ => vec![],
-                },
-                ..RunOptions::default()
-            };
-            if let Err(e) = run::run_file(&path, &opts) {
-                panic!("{}: {e}", path.display());
-            }
+    for path in scenario_files() {
+        let opts = RunOptions {
+            sets: match path.file_stem().and_then(|s| s.to_str()) {
+                // Keep the big ones short: the pipelines are the same.
+                Some("gemm" | "persistent_gemm") => vec![("k".into(), 512)],
+                Some("hbm_stream") => vec![("mib".into(), 16)],
+                _ => vec![],
+            },
+            ..RunOptions::default()
+        };
+        if let Err(e) = run::run_file(&path, &opts) {
+            panic!("{}: {e}", path.display());
         }
     }
     let unchecked = RunOptions {
@@ -157,16 +147,13 @@ fn correct_pipelines_check_clean_and_no_check_skips_the_sanitizer() {
 
 #[test]
 fn a_failed_run_still_writes_its_trace() {
-    let trace = std::env::temp_dir().join(format!("sim-deadlock-{}.json", std::process::id()));
-    let out = Command::new(env!("CARGO_BIN_EXE_sim"))
-        .args([
-            "run",
-            fixture("deadlock_empty").to_str().unwrap(),
-            "--trace",
-            trace.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
+    let trace = scratch("deadlock.json");
+    let out = sim(&[
+        "run",
+        fixture("deadlock_empty").to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_contains(
@@ -368,7 +355,7 @@ proptest! {
         edits in prop::collection::vec((any::<prop::sample::Index>(), 0u8..3, any::<char>()), 1..8),
     ) {
         let name = ["gemm_ws", "fa3_pingpong", "wgmma_stream"][which];
-        let mut text: Vec<char> = std::fs::read_to_string(root().join("scenarios").join(format!("{name}.ron")))
+        let mut text: Vec<char> = std::fs::read_to_string(common::scenario(name))
             .unwrap()
             .chars()
             .collect();

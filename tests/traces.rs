@@ -1,37 +1,16 @@
 //! Traces, `sim stalls` and `sim report` over the binary.
 
+mod common;
+
+use common::{scratch, sim_ok};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sim-traces-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn sim(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_sim"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("the sim binary runs");
-    assert!(
-        out.status.success(),
-        "sim {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
+use std::path::PathBuf;
+use std::process::Command;
 
 /// Runs a scenario with a trace at `level`; returns (run JSON, trace JSON).
 fn traced(scenario: &str, level: &str, extra: &[&str]) -> (Value, Value, PathBuf) {
-    let path = tmp(&format!("{scenario}-{level}.json"));
+    let path = scratch(&format!("{scenario}-{level}.json"));
     let p = path.to_str().unwrap();
     let file = format!("scenarios/{scenario}.ron");
     let mut args = vec![
@@ -44,7 +23,7 @@ fn traced(scenario: &str, level: &str, extra: &[&str]) -> (Value, Value, PathBuf
         level,
     ];
     args.extend_from_slice(extra);
-    let out = sim(&args);
+    let out = sim_ok(&args);
     let run: Value = serde_json::from_slice(&out.stdout).unwrap();
     let trace: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     (run, trace, path)
@@ -183,7 +162,7 @@ fn filters_restrict_the_trace() {
 fn stalls_name_the_full_barrier_for_a_one_stage_ring() {
     let top = |stages: &str| {
         let (_, _, path) = traced("gemm_ws", "summary", &["--set", stages]);
-        let out = sim(&["stalls", path.to_str().unwrap()]);
+        let out = sim_ok(&["stalls", path.to_str().unwrap()]);
         let text = String::from_utf8(out.stdout).unwrap();
         assert!(
             !text.contains('\x1b'),
@@ -206,10 +185,11 @@ fn stalls_name_the_full_barrier_for_a_one_stage_ring() {
     assert!(four.contains("top stall: wgmma_wait [gmma]"), "{four}");
     assert!(text.contains("units busy:"));
     let (_, _, path) = traced("gemm_ws", "summary", &[]);
-    let csv = String::from_utf8(sim(&["stalls", path.to_str().unwrap(), "--csv"]).stdout).unwrap();
+    let csv =
+        String::from_utf8(sim_ok(&["stalls", path.to_str().unwrap(), "--csv"]).stdout).unwrap();
     assert!(csv.starts_with("row,state,ncu,warp_cycles,fraction\n"));
     assert!(csv.contains("consumer,wgmma_wait,gmma,"));
-    let json = sim(&["stalls", path.to_str().unwrap(), "--json", "--per-warp"]).stdout;
+    let json = sim_ok(&["stalls", path.to_str().unwrap(), "--json", "--per-warp"]).stdout;
     let v: Value = serde_json::from_slice(&json).unwrap();
     assert_eq!(v["rows"].as_array().unwrap().len(), 12);
 }
@@ -227,8 +207,8 @@ fn a_long_whole_gpu_run_at_summary_level_stays_small() {
 #[test]
 fn the_report_renders_in_a_browser() {
     let (_, _, trace) = traced("fa3_pingpong", "warps", &[]);
-    let page = tmp("fa3.html");
-    sim(&[
+    let page = scratch("fa3.html");
+    sim_ok(&[
         "report",
         trace.to_str().unwrap(),
         "-o",
@@ -239,7 +219,7 @@ fn the_report_renders_in_a_browser() {
         !html.contains("http://") && !html.contains("https://"),
         "self-contained"
     );
-    let profile = tmp("chromium-profile");
+    let profile = scratch("chromium-profile");
     let out = Command::new("chromium")
         .args([
             "--headless",

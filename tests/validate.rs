@@ -1,8 +1,10 @@
 //! `sim validate` on the stored H200 measurements (calibration/data/): every bounded group of
 //! microbenchmarks must land within its bound on the h200-sxm preset (docs/validation.md).
 
+mod common;
+
+use common::{command, scratch_dir, sim};
 use sim::validate::{self, Bound, Data};
-use std::process::Command;
 
 /// The bounds, by group; a group bounded in `sim validate` but missing here (or the
 /// other way round) fails too, so that a bound cannot be loosened in one place only.
@@ -71,8 +73,7 @@ fn a_measurement_off_by_ten_percent_fails_its_group() {
     assert_eq!(g.pass, Some(false), "mean |error| {:.3}", g.mae);
     assert_eq!(v.failures().len(), 1);
     // And the CLI reports it with a failing exit status, on data read from a folder.
-    let dir = std::env::temp_dir().join(format!("sim-validate-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir();
     let stored = include_str!("../calibration/data/h200-wgmma.csv");
     let slower: String = stored
         .lines()
@@ -88,8 +89,7 @@ fn a_measurement_off_by_ten_percent_fails_its_group() {
         })
         .collect();
     std::fs::write(dir.join("wgmma.csv"), slower).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_sim"))
-        .args(["validate", "--group", "wgmma", "--data"])
+    let out = command(&["validate", "--group", "wgmma", "--data"])
         .arg(&dir)
         .output()
         .unwrap();
@@ -103,17 +103,14 @@ fn a_measurement_off_by_ten_percent_fails_its_group() {
 
 #[test]
 fn the_cli_prints_json_and_rejects_unknown_groups() {
-    let out = Command::new(env!("CARGO_BIN_EXE_sim"))
-        .args([
-            "validate",
-            "--group",
-            "pipes",
-            "--group",
-            "smem_banks",
-            "--json",
-        ])
-        .output()
-        .unwrap();
+    let out = sim(&[
+        "validate",
+        "--group",
+        "pipes",
+        "--group",
+        "smem_banks",
+        "--json",
+    ]);
     assert!(
         out.status.success(),
         "{}",
@@ -123,10 +120,7 @@ fn the_cli_prints_json_and_rejects_unknown_groups() {
     assert_eq!(v["gpu"], "h200-sxm");
     assert_eq!(v["groups"].as_array().unwrap().len(), 2);
     assert_eq!(v["rows"].as_array().unwrap().len(), 16);
-    let out = Command::new(env!("CARGO_BIN_EXE_sim"))
-        .args(["validate", "--group", "wgmmaa"])
-        .output()
-        .unwrap();
+    let out = sim(&["validate", "--group", "wgmmaa"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown group `wgmmaa`"));
 }

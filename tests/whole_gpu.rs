@@ -1,20 +1,15 @@
 //! The whole GPU: L2 and HBM, CTA scheduling and waves, occupancy, presets.
 
+mod common;
+
+use common::{scenario, sets};
 use sim::observe::report::Report;
 use sim::run::{self, RunOptions};
-use std::path::{Path, PathBuf};
-
-fn scenario(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../scenarios")
-        .join(format!("{name}.ron"))
-}
 
 fn run(name: &str, gpu: Option<&str>, pairs: &[(&str, i64)]) -> Report {
     let opts = RunOptions {
-        sets: pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         gpu: gpu.map(str::to_string),
-        ..RunOptions::default()
+        ..sets(pairs)
     };
     run::run_file(&scenario(name), &opts).unwrap_or_else(|e| panic!("{name}: {e}"))
 }

@@ -1,0 +1,219 @@
+//! `sim analyze gemm|attention|decode` end to end: the tables of seed-models.md §1–3 as the
+//! binary prints them (the models themselves: `analytic_models.rs`).
+
+mod common;
+
+use common::{scratch, sim, stdout_of};
+
+/// The whitespace-separated fields of the first line starting with `prefix`.
+fn fields(text: &str, prefix: &str) -> Vec<String> {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line starting with `{prefix}` in\n{text}"));
+    line.split_whitespace().map(String::from).collect()
+}
+
+#[test]
+fn analyze_gemm_prints_the_k1_tables() {
+    let out = stdout_of(&[
+        "analyze",
+        "gemm",
+        "--gpu",
+        "rtx3070",
+        "4096",
+        "4096",
+        "4096",
+        "--tile",
+        "128x128x64",
+        "--warps",
+        "4",
+        "--stages",
+        "3",
+    ]);
+    assert_eq!(fields(&out, "FLOPs  ")[1], "137,438,953,472");
+    assert_eq!(fields(&out, "minimum bytes ")[2], "100,663,296");
+    assert_eq!(
+        fields(&out, "tiled bytes, no L2")[4..8],
+        ["2,181,038,080", "A", "read", "32x,"]
+    );
+    assert_eq!(fields(&out, "tiled / minimum")[3], "21.7x");
+    assert_eq!(fields(&out, "intensity, minimum")[3], "1365");
+    assert_eq!(fields(&out, "intensity, tiled")[3], "63");
+    assert_eq!(fields(&out, "machine balance")[2], "89");
+    assert_eq!(fields(&out, "shared memory")[2], "98,304");
+    assert_eq!(fields(&out, "registers per thread")[3], "168");
+    for (limit, v) in [
+        ("threads", "12"),
+        ("regs", "3"),
+        ("smem", "1"),
+        ("blocks", "16"),
+    ] {
+        assert_eq!(fields(&out, limit), [limit, v]);
+    }
+    assert!(out.contains("-> 1 CTA/SM, limiter smem"), "{out}");
+    assert_eq!(
+        fields(&out, "1 "),
+        ["1", "1024", "46", "23", "26%", "96.8%"]
+    );
+    assert_eq!(
+        fields(&out, "2 (if it fit)")[4..],
+        ["1024", "92", "12", "13%", "92.8%"]
+    );
+    assert_eq!(
+        fields(&out, "minimum bytes (all")[6..],
+        ["100,663,296", "3.44", "ms", "0.22", "ms", "compute"]
+    );
+    assert_eq!(
+        fields(&out, "tiled, no L2  ")[3..],
+        ["2,181,038,080", "3.44", "ms", "4.87", "ms", "memory"]
+    );
+    assert!(out.contains("compute-bound once L2 serves 30% of the A/B reads"));
+}
+
+#[test]
+fn analyze_gemm_l2_hit_row_is_the_corrected_roofline() {
+    let out = stdout_of(&[
+        "analyze", "gemm", "--gpu", "rtx3070", "4096", "4096", "4096", "--l2-hit", "0.9",
+    ]);
+    assert_eq!(
+        fields(&out, "tiled, L2 hit 90%")[4..],
+        ["248,302,797", "3.44", "ms", "0.55", "ms", "compute"]
+    );
+}
+
+#[test]
+fn analyze_gemm_tune_prints_prune_ranking_and_pick() {
+    let out = stdout_of(&[
+        "analyze", "gemm", "--gpu", "rtx3070", "4096", "4096", "4096", "--tune", "--top-k", "5",
+    ]);
+    assert!(out.contains("192 configs"), "{out}");
+    assert!(out.contains("early_prune: 146 kept, 46 pruned"));
+    assert_eq!(fields(&out, "shared memory > 101,376 B per CTA")[7], "34");
+    assert_eq!(fields(&out, "registers > 255 per thread")[5], "12");
+    assert!(out
+        .contains("perf_model: top 8 of 146 (8 tie at 3.709 ms, top_k 5 raised to the tie group)"));
+    assert_eq!(
+        fields(&out, "8  256x128x64 8w 2s"),
+        [
+            "8",
+            "256x128x64",
+            "8w",
+            "2s",
+            "1",
+            "12",
+            "3.704",
+            "ms",
+            "3.670",
+            "ms",
+            "3.709",
+            "ms",
+            "tie"
+        ]
+    );
+    assert_eq!(
+        fields(&out, "256x128x32 8w 2s   3.877"),
+        [
+            "256x128x32",
+            "8w",
+            "2s",
+            "3.877",
+            "3.765",
+            "3.980",
+            "49,152",
+            "overlaps,",
+            "picked"
+        ]
+    );
+    assert!(out.contains("pick: 256x128x32 8w 2s, 3.1% slower than the fastest"));
+}
+
+#[test]
+fn analyze_gemm_tune_reads_a_medians_file() {
+    let path = scratch("medians.txt");
+    std::fs::write(
+        &path,
+        "# ms\n128x128x32 4 3 1.000 0.990 1.010\n64x64x32 4 2 1.200 1.150 1.250\n",
+    )
+    .unwrap();
+    let out = stdout_of(&[
+        "analyze",
+        "gemm",
+        "--gpu",
+        "h100-sxm",
+        "4096",
+        "4096",
+        "4096",
+        "--tune",
+        "--medians",
+        path.to_str().unwrap(),
+    ]);
+    assert!(out.contains("pick: 128x128x32 4w 3s, the fastest"), "{out}");
+}
+
+#[test]
+fn analyze_attention_prints_the_hopper_figures() {
+    let out = stdout_of(&[
+        "analyze",
+        "attention",
+        "--gpu",
+        "h100-sxm",
+        "--hd",
+        "128",
+        "--bm",
+        "64",
+        "--bn",
+        "256",
+    ]);
+    assert!(
+        out.contains("SS keeps the tensor cores fed for N >= 64"),
+        "{out}"
+    );
+    for (n, ratio) in [("64", "1.00"), ("128", "1.33"), ("256", "1.60")] {
+        assert_eq!(fields(&out, &format!("{n} "))[4], ratio);
+    }
+    assert_eq!(fields(&out, "total")[1], "192");
+    assert_eq!(fields(&out, "L2 hit needed")[3], "78%");
+    assert_eq!(fields(&out, "MUFU / tensor")[3], "50%");
+    let h200 = stdout_of(&["analyze", "attention", "--gpu", "h200-sxm"]);
+    assert_eq!(fields(&h200, "L2 hit needed")[3], "69%");
+}
+
+#[test]
+fn analyze_decode_prints_the_split_table() {
+    let out = stdout_of(&["analyze", "decode", "--gpu", "h200-sxm", "--splits", "1,8"]);
+    assert_eq!(fields(&out, "K/V ")[1], "134,217,728");
+    assert_eq!(
+        fields(&out, "1 "),
+        ["1", "8", "8", "0.94", "TB/s", "148.2", "µs", "-", "148.2", "µs"]
+    );
+    assert!(out.contains("fastest: 8 splits, 38.1 µs"), "{out}");
+}
+
+#[test]
+fn analyze_errors_exit_1_with_a_message() {
+    for (args, msg) in [
+        (
+            vec!["analyze", "gemm", "--gpu", "b200", "64", "64", "64"],
+            "error: unknown GPU `b200`; known: rtx3070, h100-sxm, h200-sxm\n",
+        ),
+        (
+            vec!["analyze", "gemm", "64", "64", "64", "--tile", "128x128"],
+            "error: tile `128x128` is not BMxBNxBK (e.g. 128x128x64)\n",
+        ),
+        (
+            vec!["analyze", "gemm", "0", "64", "64"],
+            "error: M = 0 must be in 1..=1048576\n",
+        ),
+        (
+            vec!["analyze", "decode", "--q-heads", "12"],
+            "error: q-heads = 12 must be a multiple of kv-heads = 8\n",
+        ),
+    ] {
+        let out = sim(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), msg, "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
