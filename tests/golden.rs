@@ -89,6 +89,7 @@ runs! {
     calibration_gmem: "scenarios/calibration/gmem.ron";
     calibration_pipes: "scenarios/calibration/pipes.ron";
     calibration_smem: "scenarios/calibration/smem.ron";
+    calibration_smem_port: "scenarios/calibration/smem_port.ron";
     calibration_tma: "scenarios/calibration/tma.ron";
     calibration_wgmma: "scenarios/calibration/wgmma.ron";
     // Every fixture: the working ones, hazards and deadlocks (diagnostics and partial traces).

@@ -10,10 +10,12 @@ use sim::validate::{self, Bound, Data};
 /// other way round) fails too, so that a bound cannot be loosened in one place only.
 const BOUNDS: &[(&str, Bound)] = &[
     ("wgmma", Bound::Relative(0.05)),
+    ("smem_port", Bound::Relative(0.05)),
     ("pipes", Bound::Relative(0.05)),
     ("smem_banks", Bound::Exact),
     ("bandwidth", Bound::Relative(0.10)),
     ("latency", Bound::Relative(0.15)),
+    ("wgmma_in_flight", Bound::Relative(0.15)),
 ];
 
 #[test]

@@ -65,6 +65,59 @@ pub(super) fn specs() -> Vec<Spec> {
             }
         }
     }
+    // SS wgmma beside a TMA stream into slots it does not read (smem_port.cu), at the
+    // highest-bandwidth stream, boxes of 256 rows from 1 issuing lane in each of 4 warps (4
+    // producer warps in the model, which issues TMA per warp): cycles per wgmma from the slope
+    // between 16 and 32 groups of 32, the stream sized to end before the wgmmas; and the
+    // stream's bytes per cycle beside them, from the slope between 16 and 32 boxes per
+    // producer, the wgmmas sized to outlast 32 boxes at 52 B/cycle.
+    let with_stream =
+        |own: &[(&str, i64)]| sets(&[own, &[("rows", 256), ("producers", 4)]].concat());
+    for n in [32i64, 64, 128, 256] {
+        for wgs in [1i64, 2] {
+            let (ss, with) = if wgs == 1 {
+                ("ss_tma_1wg", "tma_with_1wg")
+            } else {
+                ("ss_tma_2wg", "tma_with_2wg")
+            };
+            let param = format!("n{n}_b256_p1x4");
+            add(
+                "smem_port",
+                format!("ss {wgs}wg N={n} + TMA stream"),
+                "cycles/wgmma",
+                "smem_port",
+                v(ss, &param),
+                "smem_port",
+                with_stream(&[("test", 0), ("n", n), ("warpgroups", wgs)]),
+                Metric::Slope {
+                    key: "iters",
+                    lo: 16,
+                    hi: 32,
+                    per: 16.0 * 32.0 * wgs as f64,
+                    minus: 0.0,
+                },
+            );
+            // An SS wgmma's pipe time (the measured ss_alone rate), and a stream's bytes.
+            let pipe = (n / 2).max(16 + n / 4);
+            let bytes = |boxes: i64| boxes * 4 * 256 * 128;
+            let iters = (bytes(32) as f64 / (52.0 * 32.0 * (wgs * pipe) as f64)).ceil() as i64;
+            add(
+                "tma_beside_wgmma",
+                format!("tma_with {wgs}wg N={n}"),
+                "B/cycle/SM",
+                "smem_port",
+                v(with, &param),
+                "smem_port",
+                with_stream(&[("test", 1), ("n", n), ("warpgroups", wgs), ("iters", iters)]),
+                Metric::SlopeRate {
+                    key: "loads",
+                    lo: 16,
+                    hi: 32,
+                    amount: bytes(16) as f64,
+                },
+            );
+        }
+    }
     for (test, op) in [("ffma_rate", 0), ("ex2_rate", 1)] {
         add(
             "pipes",
@@ -302,6 +355,50 @@ pub(super) fn specs() -> Vec<Spec> {
                 "wgmma",
                 sets(&[("n", n), ("rs", rs), ("per", 1), ("ks", 1)]),
                 Metric::per_iteration(64, 0.0),
+            );
+        }
+    }
+    // wgmma in flight (smem_port.cu): one warpgroup, k back-to-back wgmmas, commit, wait_group
+    // 0; until the wait returns (slope between 8 and 16 batches), and until the k-th issue
+    // returns (the run with k wgmmas before a fixed FFMA tail less the run with none).
+    for n in [64i64, 128, 256] {
+        let (done, issue) = match n {
+            64 => ("inflight_done_n64", "inflight_issue_n64"),
+            128 => ("inflight_done_n128", "inflight_issue_n128"),
+            _ => ("inflight_done_n256", "inflight_issue_n256"),
+        };
+        for k in [1i64, 2, 4, 8, 16, 32] {
+            add(
+                "wgmma_in_flight",
+                format!("inflight_done N={n} k={k}"),
+                "cycles",
+                "smem_port",
+                v(done, &k.to_string()),
+                "smem_port",
+                sets(&[("test", 2), ("n", n), ("k", k)]),
+                Metric::per_iteration(8, 0.0),
+            );
+            add(
+                "wgmma_issue",
+                format!("inflight_issue N={n} k={k}"),
+                "cycles",
+                "smem_port",
+                v(issue, &k.to_string()),
+                "smem_port",
+                sets(&[
+                    ("test", 2),
+                    ("n", n),
+                    ("iters", 0),
+                    ("issue", 1),
+                    ("tail", 1024),
+                ]),
+                Metric::Slope {
+                    key: "k",
+                    lo: 0,
+                    hi: k,
+                    per: 1.0,
+                    minus: 0.0,
+                },
             );
         }
     }

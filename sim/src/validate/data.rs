@@ -27,6 +27,10 @@ const STORED: &[(&str, &str)] = &[
         "mem_bw",
         include_str!("../../../calibration/data/h200-mem_bw.csv"),
     ),
+    (
+        "smem_port",
+        include_str!("../../../calibration/data/h200-smem_port.csv"),
+    ),
 ];
 
 /// (line, clock) of each `#` line that states `sm_clock_mhz_at_start=MHz` (the last one on the

@@ -35,6 +35,12 @@ pub(super) const GROUPS: &[Group] = &[
                time is its math, N/2",
     },
     Group {
+        name: "smem_port",
+        bound: Bound::Relative(0.05),
+        note: "cycles per SS wgmma m64nNk16 (N = 32 to 256, 1 and 2 warpgroups) while a TMA \
+               stream of 32 KiB boxes writes other shared-memory slots at ~93 B/cycle",
+    },
+    Group {
         name: "pipes",
         bound: Bound::Relative(0.05),
         note: "FFMA and MUFU.EX2 warp-instructions per cycle per SM",
@@ -55,6 +61,12 @@ pub(super) const GROUPS: &[Group] = &[
         bound: Bound::Relative(0.15),
         note: "dependent-issue latencies (FFMA, MUFU, LDS, LDG L2 hit and miss), wgmma \
                issue-to-wait, mbarrier hand-off, TMA load to mbarrier wake",
+    },
+    Group {
+        name: "wgmma_in_flight",
+        bound: Bound::Relative(0.15),
+        note: "one warpgroup: k = 1 to 32 back-to-back wgmma m64nNk16 (N = 64, 128, 256), \
+               commit, wait_group 0: cycles until the wait returns",
     },
     Group {
         name: "l2_disjoint",
@@ -99,6 +111,22 @@ pub(super) const GROUPS: &[Group] = &[
         note: "not modeled: one issuing thread completes one multi-row box per ~580 cycles \
                whatever its size (2 to 32 KiB), and more issuing warps scale it; the model has a \
                per-operation issue interval and the SM's TMA fill path",
+    },
+    Group {
+        name: "tma_beside_wgmma",
+        bound: Bound::None,
+        note: "not modeled: 4 issuers x 4 stages of 32 KiB boxes stream ~93 B/cycle on the H200, \
+               beside SS wgmma as alone (tma_alone b256_p1x4: 92); the model's stream reaches \
+               its fill path's 104 B/cycle (fitted to 4 warps x 8 stages of 16 KiB). In both \
+               the wgmmas leave the stream's rate alone",
+    },
+    Group {
+        name: "wgmma_issue",
+        bound: Bound::None,
+        note: "not modeled: the H200's issuing thread spends ~4 (N = 64), ~12 (N = 128) and \
+               16 to 28 (N = 256) cycles on each wgmma (11 to 95 cycles to the 4th issue); the \
+               model issues an HGMMA per issue slot. From k = 16 on, where issue waits for room \
+               among the 7 in flight, the rows are within 6%",
     },
     Group {
         name: "cta_launch",

@@ -32,6 +32,10 @@ const TWINS: &[(&str, &str)] = &[
         "tma",
         include_str!("../../../scenarios/calibration/tma.ron"),
     ),
+    (
+        "smem_port",
+        include_str!("../../../scenarios/calibration/smem_port.ron"),
+    ),
 ];
 
 /// Why a twin could not run.
