@@ -10,7 +10,7 @@ use crate::observe::sanitizer::Finding;
 use crate::observe::trace;
 use crate::observe::warp_state::State;
 use isa::program::Pipe;
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// Something that happened in the engine. Slots are engine-wide slot indices
 /// ([`super::names::Names::slot`], `NO_SLOT` for none), CTAs engine-wide CTA indices, `bar`
@@ -170,14 +170,18 @@ impl Engine<'_> {
                 pp.iter().map(|p| p.pipes[2].busy()).sum::<u64>() / parts as u64,
                 sm.tma_busy,
                 self.mem.port_busy(i as u32),
+                sm.tma_fill.busy(),
             ];
             let before = std::mem::replace(&mut self.sample_prev[i], now);
             if sm.launched > 0 {
-                let f = |k: usize| ((now[k] - before[k]) as f64 / span).min(1.0);
-                rows.push((
-                    i as u32,
-                    json!({ "tensor": f(0), "smem": f(1), "mufu": f(2), "tma": f(3), "l2_port": f(4) }),
-                ));
+                let series: serde_json::Map<String, Value> = trace::BUSY_UNITS
+                    .iter()
+                    .zip(now.iter().zip(before))
+                    .map(|(&name, (&n, b))| {
+                        (name.to_string(), json!(((n - b) as f64 / span).min(1.0)))
+                    })
+                    .collect();
+                rows.push((i as u32, Value::Object(series)));
             }
         }
         let (l2, dram) = (self.mem.l2_bytes(), self.mem.dram_bytes());

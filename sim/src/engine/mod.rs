@@ -114,7 +114,7 @@ pub struct Engine<'a> {
     /// Trace sampling: the last sample's cycle, each SM's cumulative unit busy cycles then, and
     /// the memory system's cumulative L2 and DRAM bytes then.
     pub(crate) sampled_at: u64,
-    pub(crate) sample_prev: Vec<[u64; 5]>,
+    pub(crate) sample_prev: Vec<[u64; 6]>,
     pub(crate) sample_mem: (u64, u64),
     /// Global atomic counters, and where they live (after the tensors).
     pub(crate) counters: Vec<i64>,
@@ -162,7 +162,7 @@ impl<'a> Engine<'a> {
             iterations: 0,
             retired: 0,
             sampled_at: 0,
-            sample_prev: vec![[0; 5]; p.sm.count as usize],
+            sample_prev: vec![[0; 6]; p.sm.count as usize],
             sample_mem: (0, 0),
             counters: k.counters.iter().map(|(_, v)| *v).collect(),
             counter_base: next,

@@ -18,6 +18,8 @@ pub struct UnitBusy {
     pub mma: u64,
     /// Cycles with at least one TMA load in flight.
     pub tma: u64,
+    /// Cycles the SMs' TMA fill paths were moving data into shared memory.
+    pub tma_fill: u64,
     /// Cycles the SMs' ports to L2 were transferring.
     pub l2_port: u64,
     /// Issue slots used, summed over partitions.
@@ -72,6 +74,7 @@ impl Engine<'_> {
             mufu: pipe_busy(2),
             mma: pipe_busy(3),
             tma: self.sms.iter().map(|sm| sm.tma_busy).sum(),
+            tma_fill: self.sms.iter().map(|sm| sm.tma_fill.busy()).sum(),
             l2_port: mem.port_busy_total,
             issue: self.parts.iter().map(|pt| pt.issued).sum(),
         };

@@ -166,6 +166,7 @@ impl Report {
             ("tensor", frac(u.tensor, 1) + frac(u.mma, parts)),
             ("smem", frac(u.smem, 1)),
             ("tma", frac(u.tma, 1)),
+            ("tma_fill", frac(u.tma_fill, 1)),
             ("l2_port", frac(u.l2_port, 1)),
             ("fma", frac(u.fma, parts)),
             ("alu", frac(u.alu, parts)),
@@ -400,7 +401,7 @@ impl Report {
         );
         let _ = write!(o, "units busy  ");
         for name in [
-            "tensor", "smem", "tma", "l2_port", "mufu", "fma", "alu", "issue",
+            "tensor", "smem", "tma", "tma_fill", "l2_port", "mufu", "fma", "alu", "issue",
         ] {
             let _ = write!(o, " {name} {:.1}%", 100.0 * self.units[name].busy);
         }

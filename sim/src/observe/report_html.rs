@@ -5,7 +5,7 @@
 //! bucket coloured by its dominant state), and whole-GPU traces into one row per SM and role, so
 //! the page stays small and responsive whatever the trace's size.
 
-use crate::observe::trace::GPU_PID;
+use crate::observe::trace::{BUSY_UNITS as UNITS, GPU_PID};
 use crate::observe::trace_read::{self, ReadError, TraceEvent};
 use crate::observe::warp_state::State;
 use serde_json::{json, Value};
@@ -140,7 +140,7 @@ pub fn build(path: &Path) -> Result<String, ReadError> {
     tl.cells = vec![vec![[0.0; State::COUNT]; BUCKETS]; tl.labels.len()];
 
     // Pass 2: slices into timeline buckets, counters into series.
-    let mut busy: BTreeMap<u64, (f64, [f64; 5])> = BTreeMap::new();
+    let mut busy: BTreeMap<u64, (f64, [f64; UNITS.len()])> = BTreeMap::new();
     let mut bandwidth: Vec<(u64, f64, f64)> = Vec::new();
     let mut instants: BTreeMap<String, u64> = BTreeMap::new();
     trace_read::read(path, |e| match e.ph.as_str() {
@@ -156,12 +156,9 @@ pub fn build(path: &Path) -> Result<String, ReadError> {
             e.args["dram_bytes_per_cycle"].as_f64().unwrap_or(0.0),
         )),
         "C" => {
-            let slot = busy.entry(e.ts).or_insert((0.0, [0.0; 5]));
+            let slot = busy.entry(e.ts).or_insert((0.0, [0.0; UNITS.len()]));
             slot.0 += 1.0;
-            for (i, k) in ["tensor", "smem", "mufu", "tma", "l2_port"]
-                .iter()
-                .enumerate()
-            {
+            for (i, k) in UNITS.iter().enumerate() {
                 slot.1[i] += e.args[*k].as_f64().unwrap_or(0.0);
             }
         }
@@ -350,7 +347,7 @@ fn stall_bars(report: &Value, other: &Value) -> String {
 
 /// Unit busy fractions averaged over SMs, and GPU bandwidths, over time (SVG).
 fn counter_chart(
-    busy: &BTreeMap<u64, (f64, [f64; 5])>,
+    busy: &BTreeMap<u64, (f64, [f64; UNITS.len()])>,
     bw: &[(u64, f64, f64)],
     end: u64,
 ) -> String {
@@ -363,9 +360,10 @@ fn counter_chart(
         h + 10.0
     );
     // Unit colours, kept apart from the state palette of the timeline and legend.
-    let colors = ["#000000", "#3f51b5", "#9c27b0", "#ff7043", "#607d8b"];
-    let names = ["tensor", "smem", "mufu", "tma", "l2_port"];
-    for (k, name) in names.iter().enumerate() {
+    let colors = [
+        "#000000", "#3f51b5", "#9c27b0", "#ff7043", "#607d8b", "#827717",
+    ];
+    for (k, name) in UNITS.iter().enumerate() {
         let pts: Vec<String> = busy
             .iter()
             .map(|(&t, (n, v))| format!("{:.1},{:.1}", x(t), 10.0 + h * (1.0 - v[k] / n.max(1.0))))

@@ -24,6 +24,9 @@ pub const MIN_SLICE: u64 = 64;
 /// The process id of GPU-wide counter tracks.
 pub const GPU_PID: u32 = 100_000;
 
+/// The per-SM unit busy fractions in each `busy` counter sample, in this order.
+pub const BUSY_UNITS: [&str; 6] = ["tensor", "smem", "mufu", "tma", "l2_port", "tma_fill"];
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Level {
