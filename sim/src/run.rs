@@ -174,9 +174,16 @@ fn simulate_traced(
                 .filter(|(_, &c)| c > 0)
                 .map(|(m, &c)| (m.name.clone(), json!(c)))
                 .collect();
+            let wgmma: serde_json::Map<String, Value> = w
+                .wgmma_waits()
+                .into_iter()
+                .filter(|&(_, c)| c > 0)
+                .map(|(place, c)| (place.to_string(), json!(c)))
+                .collect();
             warps.push(json!({
                 "id": id, "name": w.name, "role": w.role, "cta": w.cta, "sm": w.sm,
                 "lifetime": w.lifetime, "states": states, "mbarrier_waits": mbarriers,
+                "wgmma_waits": wgmma,
             }));
         }
         Report::new(kernel, preset, &stats, opts.seed, opts.clock_mhz)

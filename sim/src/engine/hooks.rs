@@ -9,7 +9,7 @@ use super::Engine;
 use crate::observe::sanitizer::Finding;
 use crate::observe::trace;
 use crate::observe::warp_state::State;
-use isa::program::Pipe;
+use isa::program::{Inst, Op, Pipe};
 use serde_json::{json, Value};
 
 /// Something that happened in the engine. Slots are engine-wide slot indices
@@ -114,8 +114,18 @@ impl Engine<'_> {
     /// the interval to the tracer.
     pub(crate) fn close_interval(&mut self, w: u32, state: State, since: u64) {
         let warp = &mut self.warps[w as usize];
-        if state == State::MbarrierWait {
-            warp.mbar_wait[warp.waiting_on as usize] += self.now - since;
+        let role = &self.k.roles[warp.role as usize];
+        match state {
+            State::MbarrierWait => warp.mbar_wait[warp.waiting_on as usize] += self.now - since,
+            State::WgmmaWait
+                if matches!(
+                    role.code.get(warp.state_pc as usize),
+                    Some(Op::Issue(Inst::Wgmma { .. }))
+                ) =>
+            {
+                warp.wgmma_issue_wait += self.now - since
+            }
+            _ => {}
         }
         if let Some(t) = &mut self.tracer {
             let role = &self.k.roles[warp.role as usize];

@@ -49,6 +49,9 @@ pub(crate) struct Warp {
     /// each array (the sub-reasons of `mbarrier_wait`).
     pub waiting_on: u16,
     pub mbar_wait: Vec<u64>,
+    /// The part of `wgmma_wait` spent at a `Wgmma`'s issue, its warpgroup's HGMMAs in flight at
+    /// the limit (the rest waits in `wgmma.wait_group`).
+    pub wgmma_issue_wait: u64,
     /// Set at issue by a blocking instruction (bar.sync) and cleared by whoever releases it;
     /// `hold_pc` is that instruction.
     pub hold: Option<State>,

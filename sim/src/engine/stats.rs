@@ -33,12 +33,26 @@ pub struct WarpResult {
     pub sm: u32,
     /// `mbarrier_wait` cycles by mbarrier array, in declaration order.
     pub mbarrier_waits: Vec<u64>,
+    /// `wgmma_wait` cycles at a `Wgmma`'s issue (HGMMAs in flight at the limit).
+    pub wgmma_issue_waits: u64,
     pub role: String,
     /// `consumer1.w2`: role, warpgroup index in the role, warp index in the warpgroup.
     pub name: String,
     pub cycles: [u64; State::COUNT],
     pub lifetime: u64,
     pub issued: u64,
+}
+
+impl WarpResult {
+    /// `wgmma_wait` cycles by where they were spent: at a `Wgmma`'s issue (`issue`: its
+    /// warpgroup's HGMMAs in flight at the limit) and in `wgmma.wait_group` (`wait_group`).
+    pub fn wgmma_waits(&self) -> [(&'static str, u64); 2] {
+        let total = self.cycles[State::WgmmaWait as usize];
+        [
+            ("issue", self.wgmma_issue_waits),
+            ("wait_group", total - self.wgmma_issue_waits),
+        ]
+    }
 }
 
 /// The result of a completed run.
@@ -87,6 +101,7 @@ impl Engine<'_> {
                     cta: self.ctas[w.cta as usize].block,
                     sm: w.sm,
                     mbarrier_waits: w.mbar_wait.clone(),
+                    wgmma_issue_waits: w.wgmma_issue_wait,
                     role: role.name.clone(),
                     name: self.warp_name(w),
                     cycles: w.acct.cycles_at(end),

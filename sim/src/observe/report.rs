@@ -112,6 +112,9 @@ pub struct Role {
     pub ncu: BTreeMap<String, u64>,
     /// `mbarrier_wait` warp-cycles by the mbarrier waited on (its sub-reasons).
     pub mbarrier_waits: BTreeMap<String, u64>,
+    /// `wgmma_wait` warp-cycles by where they were spent: `issue` (HGMMAs in flight at the
+    /// limit) and `wait_group`.
+    pub wgmma_waits: BTreeMap<String, u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -189,7 +192,13 @@ impl Report {
                     .collect(),
                 ncu: BTreeMap::new(),
                 mbarrier_waits: BTreeMap::new(),
+                wgmma_waits: BTreeMap::new(),
             });
+            for (place, c) in w.wgmma_waits() {
+                if c > 0 {
+                    *r.wgmma_waits.entry(place.to_string()).or_default() += c;
+                }
+            }
             for (m, &c) in k.mbarriers.iter().zip(&w.mbarrier_waits) {
                 if c > 0 {
                     *r.mbarrier_waits.entry(m.name.clone()).or_default() += c;

@@ -23,6 +23,8 @@ pub struct Row {
     pub states: BTreeMap<String, u64>,
     /// `mbarrier_wait` cycles by the mbarrier waited on.
     pub mbarrier_waits: BTreeMap<String, u64>,
+    /// `wgmma_wait` cycles at a `Wgmma`'s issue (`issue`) and in `wait_group`.
+    pub wgmma_waits: BTreeMap<String, u64>,
 }
 
 impl Row {
@@ -86,6 +88,7 @@ pub fn load(path: &Path, per_warp: bool) -> Result<Stalls, StallsError> {
                 cycles: w["lifetime"].as_u64().unwrap_or(0),
                 states: states_of(&w["states"]),
                 mbarrier_waits: states_of(&w["mbarrier_waits"]),
+                wgmma_waits: states_of(&w["wgmma_waits"]),
             });
         }
     } else {
@@ -103,6 +106,7 @@ pub fn load(path: &Path, per_warp: bool) -> Result<Stalls, StallsError> {
                 cycles: r["lifetime"].as_u64().unwrap_or(0),
                 states: states_of(&r["states"]),
                 mbarrier_waits: states_of(&r["mbarrier_waits"]),
+                wgmma_waits: states_of(&r["wgmma_waits"]),
             });
         }
     }
@@ -183,15 +187,13 @@ pub fn render(s: &Stalls, color: bool) -> String {
         let _ = writeln!(o, "  {:<width$}  {}", "", ranked.join(", "));
         if let Some(top) = r.top_stall() {
             let mut line = format!("top stall: {} [{}]", top.name(), top.ncu());
-            if top == State::MbarrierWait && !r.mbarrier_waits.is_empty() {
-                let total: u64 = r.mbarrier_waits.values().sum();
-                let mut by: Vec<(&String, &u64)> = r.mbarrier_waits.iter().collect();
-                by.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-                let parts: Vec<String> = by
-                    .iter()
-                    .map(|(m, c)| format!("{m} {:.0}%", 100.0 * **c as f64 / total.max(1) as f64))
-                    .collect();
-                let _ = write!(line, ", waiting on {}", parts.join(", "));
+            let (why, places) = match top {
+                State::MbarrierWait => ("waiting on", &r.mbarrier_waits),
+                State::WgmmaWait => ("at", &r.wgmma_waits),
+                _ => ("", &BTreeMap::new()),
+            };
+            if !places.is_empty() {
+                let _ = write!(line, ", {why} {}", shares(places));
             }
             let _ = writeln!(o, "  {:<width$}  {line}", "");
         }
@@ -230,6 +232,18 @@ pub fn csv(s: &Stalls) -> String {
     o
 }
 
+/// `full 75%, empty 25%`: each sub-reason's share, largest first (ties by name).
+fn shares(by: &BTreeMap<String, u64>) -> String {
+    let total: u64 = by.values().sum();
+    let mut ranked: Vec<(&String, &u64)> = by.iter().collect();
+    ranked.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    ranked
+        .iter()
+        .map(|(m, c)| format!("{m} {:.0}%", 100.0 * **c as f64 / total.max(1) as f64))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,6 +262,7 @@ mod tests {
             cycles: 100,
             states,
             mbarrier_waits,
+            wgmma_waits: BTreeMap::new(),
         }
     }
 
@@ -273,5 +288,22 @@ mod tests {
         assert!(render(&s, true).contains("\x1b[48;2;229;57;53m"));
         let c = csv(&s);
         assert!(c.contains("consumer,mbarrier_wait,long_scoreboard,60,0.600000"));
+    }
+
+    #[test]
+    fn a_wgmma_wait_top_stall_says_where_it_waited() {
+        let mut r = row();
+        r.states.insert("wgmma_wait".to_string(), 80);
+        r.wgmma_waits.insert("wait_group".to_string(), 20);
+        r.wgmma_waits.insert("issue".to_string(), 60);
+        assert_eq!(r.top_stall(), Some(State::WgmmaWait));
+        let s = Stalls {
+            scenario: "x".into(),
+            gpu: "h100-sxm".into(),
+            rows: vec![r],
+            units: BTreeMap::new(),
+        };
+        assert!(render(&s, false)
+            .contains("top stall: wgmma_wait [gmma], at issue 75%, wait_group 25%"));
     }
 }
