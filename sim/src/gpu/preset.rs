@@ -246,6 +246,9 @@ fn field<'v>(value: &'v mut ron::Value, path: &str) -> Result<&'v mut ron::Value
     Ok(cur)
 }
 
+/// Most SMs a preset may have (the largest GPUs have under 200).
+pub const MAX_SMS: u32 = 1024;
+
 #[derive(Debug, thiserror::Error)]
 pub enum PresetError {
     #[error("unknown GPU preset `{0}`; built-in presets: {1}")]
@@ -315,6 +318,13 @@ impl Preset {
                 return bad(format!("{field}.lanes = {} must divide 32", pipe.lanes));
             }
         }
+        // Every SM is simulated, so a count beyond any GPU's would only exhaust memory.
+        if self.sm.count == 0 || self.sm.count > MAX_SMS {
+            return bad(format!(
+                "sm.count = {} must be in 1..={MAX_SMS}",
+                self.sm.count
+            ));
+        }
         if self.sm.partitions == 0 || self.sm.partitions > 8 {
             return bad(format!(
                 "sm.partitions = {} must be in 1..=8",
@@ -331,6 +341,11 @@ impl Preset {
             return bad("sm.issue_per_partition: only 1 is modeled".to_string());
         }
         for (field, v) in [
+            ("sm.max_threads", self.sm.max_threads as u64),
+            ("sm.max_ctas", self.sm.max_ctas as u64),
+            ("sm.max_threads_per_cta", self.sm.max_threads_per_cta as u64),
+            ("smem.per_sm", self.smem.per_sm),
+            ("smem.per_cta", self.smem.per_cta),
             ("smem.banks", self.smem.banks as u64),
             ("smem.bank_bytes", self.smem.bank_bytes as u64),
             ("tensor.flops_per_cycle", self.tensor.flops_per_cycle),
@@ -490,5 +505,32 @@ mod tests {
             p.check().unwrap_err().to_string(),
             "preset `h100-sxm`: pipes.mufu.lanes = 3 must divide 32"
         );
+    }
+
+    #[test]
+    fn counts_that_would_crash_or_exhaust_memory_are_refused() {
+        let with = |path: &str, v: u64| {
+            let o = BTreeMap::from([(path.to_string(), ron::Value::Number(v.into()))]);
+            Preset::with_overrides("h100-sxm", &o)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            with("sm.count", 0),
+            Err("preset `h100-sxm`: sm.count = 0 must be in 1..=1024".to_string())
+        );
+        assert!(with("sm.count", 1 << 40).is_err());
+        assert_eq!(with("sm.count", 1024), Ok(()));
+        for field in [
+            "sm.max_ctas",
+            "sm.max_threads",
+            "smem.per_sm",
+            "smem.per_cta",
+        ] {
+            assert_eq!(
+                with(field, 0),
+                Err(format!("preset `h100-sxm`: {field} must be positive"))
+            );
+        }
     }
 }
