@@ -1,5 +1,5 @@
-//! `sim analyze gemm|attention|decode` end to end: the tables of seed-models.md §1–3 as the
-//! binary prints them (the models themselves: `analytic_models.rs`).
+//! `sim analyze gemm|attention|decode` end to end: the seed models' tables (`docs/analytic.md`)
+//! as the binary prints them (the models themselves: `analytic_models.rs`).
 
 mod common;
 

@@ -1,7 +1,7 @@
-//! Every number of `shared/reference/seed-models.md` §1–3, asserted to its printed precision
-//! through the analytic library: the GEMM resource model (K1), the tuner's steps (T3) and the
-//! Hopper models. `sim analyze`, which prints them, is `analytic_cli.rs`; the generic bound is
-//! `analytic_bound.rs`.
+//! Every number of the project's seed models (`docs/analytic.md`), asserted to its printed
+//! precision through the analytic library: the GEMM resource model (K1), the tuner's steps (T3)
+//! and the Hopper models. `sim analyze`, which prints them, is `analytic_cli.rs`; the generic
+//! bound is `analytic_bound.rs`.
 
 use sim::analytic::attention::{
     consumer_regs, effective_intensity, kv_intensity, required_hit, softmax_cost,
@@ -38,7 +38,7 @@ fn pct(f: f64, decimals: usize) -> String {
     format!("{:.*}", decimals, f * 100.0)
 }
 
-// ---- §1 GEMM resource model (K1) ----
+// ---- GEMM resource model (K1) ----
 
 #[test]
 fn k1_flops_and_bytes() {
@@ -189,7 +189,7 @@ fn k1_illegal_examples() {
     assert_eq!(tile(256, 256, 32, 4, 2).regs_per_thread(), 552);
 }
 
-// ---- §2 autotuner (T3) ----
+// ---- autotuner (T3) ----
 
 #[test]
 fn t3_early_prune_on_4096_cubed() {
@@ -278,7 +278,7 @@ fn t3_pick_best_on_the_seed_table() {
     assert_eq!(p.overlapping, vec![0, 1, 2, 3]);
 }
 
-// ---- §3 Hopper models ----
+// ---- Hopper models ----
 
 #[test]
 fn hopper_tensor_rate_and_smem_port() {
@@ -324,7 +324,8 @@ fn hopper_attention_l2_hit() {
 
 #[test]
 fn hopper_softmax_exp_costs_half_the_matmul_at_hd_128() {
-    // hopper.md §1.3: one 128x176 FA3 step on hd 128.
+    // FA3 (Shah et al., arXiv:2407.08608) §3.1: exp costs about half the matmul time at hd 128;
+    // one 128x176 step (FA3's hd-128 tile, flash-attention hopper/tile_size.h).
     let s = softmax_cost(&GpuSpec::h100_sxm(), 128, 176, 128);
     assert_eq!(format!("{:.1}", 4.0 * 128.0 * 176.0 * 128.0 / 1e6), "11.5");
     assert_eq!((s.tensor_clk, s.exps, s.mufu_clk), (2816.0, 22_528, 1408.0));

@@ -71,7 +71,8 @@ fn one_tile_more_than_a_wave_costs_a_wave() {
 
 #[test]
 fn seed_configs_get_the_seed_occupancy_on_rtx3070() {
-    // seed-models.md 1: 128x128x64, 4 warps, 3 stages -> 1 CTA/SM (smem); with BK = 32 -> 2.
+    // Seed model K1 (docs/analytic.md): 128x128x64, 4 warps, 3 stages -> 1 CTA/SM (smem);
+    // with BK = 32 -> 2.
     let small = [("m", 256), ("n", 256), ("k", 256)];
     let one = run("gemm_ampere", None, &small);
     assert_eq!(

@@ -1,4 +1,5 @@
-//! FlashAttention-style forward pass on Hopper (`seed-models.md` §3): the registers a consumer
+//! FlashAttention-style forward pass on Hopper (the Hopper models of the project's seed models,
+//! `docs/analytic.md`; FlashAttention-3, Shah et al., arXiv:2407.08608): the registers a consumer
 //! warpgroup needs for S and O, the FLOPs per byte of K/V against the machine balance with an
 //! L2 hit rate, and the exp (MUFU) time of softmax against the tensor time of the two GEMMs.
 //!

@@ -1,6 +1,7 @@
-//! Split-KV decoding (flash-decoding, hopper.md §4.5): one query token per sequence reads the
-//! whole K/V cache, so the time is bytes over the bandwidth the reading SMs can draw, plus the
-//! combine kernel that merges the splits' partial outputs.
+//! Split-KV decoding (Dao, Haziza, Massa, Sizov, "Flash-Decoding for long-context inference",
+//! 2023): one query token per sequence reads the whole K/V cache, so the time is bytes over the
+//! bandwidth the reading SMs can draw, plus the combine kernel that merges the splits' partial
+//! outputs.
 //!
 //! One CTA per (sequence, KV head, split), with the query heads of a GQA group packed into it
 //! as FA3 does; at most one CTA per SM reads at a time.
@@ -12,7 +13,8 @@ const KV_ELEM_BYTES: u64 = 2;
 /// Partial outputs and their log-sum-exp are fp32.
 const PARTIAL_BYTES: u64 = 4;
 const OUT_ELEM_BYTES: u64 = 2;
-/// FA3 caps the split count at 128 (hopper.md §4.5).
+/// FA3 caps the split count at 128 (`max_splits` in Dao-AILab/flash-attention,
+/// hopper/flash_api.cpp `get_num_splits` and hopper/heuristics.h `num_splits_heuristic`).
 pub const MAX_SPLITS: u64 = 128;
 /// Largest batch, head count, sequence length or head dim accepted.
 pub const MAX_DIM: u64 = 1 << 24;

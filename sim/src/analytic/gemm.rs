@@ -1,6 +1,6 @@
-//! The GEMM resource model of seed K1 (`seed-models.md` §1): FLOPs, minimum and tiled bytes,
-//! shared memory and registers per CTA, occupancy with its four limits, and waves; plus an
-//! L2-aware variant of the DRAM bytes.
+//! The GEMM resource model K1 of the project's seed models (`docs/analytic.md`): FLOPs, minimum
+//! and tiled bytes, shared memory and registers per CTA, occupancy with its four limits, and
+//! waves; plus an L2-aware variant of the DRAM bytes.
 //!
 //! Operands are 16-bit (2 bytes); C is written once. Tiled bytes assume no L2: every CTA reads
 //! its A row-panel and B column-panel from DRAM.

@@ -1,8 +1,10 @@
 //! The GPU numbers the analytic models read: per-SM limits, peak rates and launch overhead.
 //!
-//! Source tags follow `shared/reference/hopper.md` §0: [DS] datasheet or vendor document,
-//! [M:who] measured, [INF] our arithmetic, [CODE] a constant in public source code, [SEED] the
-//! seed documents (`shared/seeds/`, restated in `shared/reference/seed-models.md`).
+//! Source tags as in the presets: [DS] datasheet or vendor document, [M:who] measured by the
+//! named party, [INF] our arithmetic, [CODE] a constant in public source code, [SEED] a number of
+//! the project's seed models (the GEMM resource model K1 and the autotuner T3, restated in
+//! `docs/analytic.md`). The source abbreviations (DS-G, DS-H, CCCL, CUDAPG, REPRO, FA3, CUTLASS,
+//! PTX-WG) are listed in `docs/scenario-format.md` §11.
 
 use super::error::InputError;
 
@@ -38,7 +40,7 @@ pub struct GpuSpec {
 impl GpuSpec {
     pub const NAMES: [&'static str; 3] = ["rtx3070", "h100-sxm", "h200-sxm"];
 
-    /// The seeds' device, numbers as `seed-models.md` §1 lists them.
+    /// The seeds' device, with the numbers the GEMM resource model K1 uses (`docs/analytic.md`).
     pub fn rtx3070() -> GpuSpec {
         GpuSpec {
             name: "rtx3070",
@@ -53,9 +55,9 @@ impl GpuSpec {
             smem_per_cta: 101_376,
             // [SEED] K1; [DS] CCCL: 16 resident CTAs per SM.
             ctas_per_sm: 16,
-            // [SEED] K1 rounds hopper.md's 40.6 TFLOP/s (FP32 accumulate) to 40e12.
+            // [SEED] K1 rounds 40.6 TFLOP/s (FP32 accumulate, [INF] below) to 40e12.
             peak_flops: 40e12,
-            // [INF] hopper.md §1.3: 46 x 4 x 128 FMA x 2 at FP32 accumulate, halved on GeForce.
+            // [INF] DS-G: 46 x 4 x 128 FMA x 2 at FP32 accumulate, halved on GeForce.
             tensor_flops_per_clk: 512,
             // [DS] CUDAPG: 32 banks x 4 B.
             smem_bytes_per_clk: 128,
@@ -63,16 +65,17 @@ impl GpuSpec {
             mufu_per_clk: 16,
             // [SEED] K1; [DS] DS-G: 448 GB/s GDDR6.
             dram_bytes_per_s: 448e9,
-            // [INF] unmeasured: the h100-sxm preset's 64 B/clk per-SM cap at the 1725 MHz boost.
+            // [INF] unmeasured: 64 B/clk per SM (the rtx3070 preset's memory.sm_bytes_per_cycle)
+            // at the 1725 MHz boost.
             sm_bytes_per_s: 64.0 * 1.725e9,
-            // [SEED] K1/T3 launch overhead; hopper.md §2.2: ~4-6 us measured per host launch.
+            // [SEED] K1/T3 launch overhead; host launches measure ~4-6 us (third-party reports).
             launch_s: 5e-6,
             // [DS] CCCL: no wgmma before sm_90a.
             has_wgmma: false,
         }
     }
 
-    /// H100 SXM5 80 GB, hopper.md §1.
+    /// H100 SXM5 80 GB.
     pub fn h100_sxm() -> GpuSpec {
         GpuSpec {
             name: "h100-sxm",
@@ -97,17 +100,19 @@ impl GpuSpec {
             mufu_per_clk: 16,
             // [DS] DS-H: HBM3 3.35 TB/s.
             dram_bytes_per_s: 3.35e12,
-            // [INF] unmeasured: the h100-sxm preset's 64 B/clk per-SM memory cap at 1830 MHz
-            // (one SM's share is ~32-36 B/clk when all SMs pull, [M:REPRO]).
+            // [INF] unmeasured placeholder: 64 B/clk per SM at 1830 MHz, below the 77 B/clk one SM
+            // moved from L2 on an H200 (the h100-sxm preset's memory.sm_bytes_per_cycle,
+            // calibration/data/h200-mem_bw.csv); one SM's share is ~32-36 B/clk when all SMs
+            // pull (REPRO's 4207-4808 B/clk GPU-wide L2 bandwidth / 132).
             sm_bytes_per_s: 64.0 * 1.83e9,
-            // [SEED] K1/T3 launch overhead; hopper.md §2.2: ~4-6 us measured per host launch.
+            // [SEED] K1/T3 launch overhead; host launches measure ~4-6 us (third-party reports).
             launch_s: 5e-6,
             // [DS] PTX-WG: wgmma on sm_90a.
             has_wgmma: true,
         }
     }
 
-    /// H200 SXM: the H100's GH100 compute with HBM3e, hopper.md §1.1 notes.
+    /// H200 SXM: the H100's GH100 compute with HBM3e (DS-H: NVIDIA's H200 spec pages).
     pub fn h200_sxm() -> GpuSpec {
         GpuSpec {
             name: "h200-sxm",

@@ -1,6 +1,7 @@
 //! Analytic models: closed forms that predict a kernel's resources and time from a GPU's
-//! published numbers, to set next to the simulated cycles (`shared/reference/seed-models.md`
-//! §1–3, explained with their blind spots in `docs/analytic.md`).
+//! published numbers, to set next to the simulated cycles (the project's seed models: the GEMM
+//! resource model K1, the autotuner T3 and the Hopper models; explained with their blind spots in
+//! `docs/analytic.md`).
 //!
 //! [`gpu`] describes the GPU; [`gemm`] and [`roofline`] are the seed's GEMM resource model,
 //! [`tune`] the autotuner's analytic steps, [`wgmma`], [`attention`] and [`decode`] the Hopper

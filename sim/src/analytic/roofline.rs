@@ -1,5 +1,6 @@
-//! The roofline with a launch floor (`seed-models.md` §1): compute time at peak, memory time at
-//! DRAM bandwidth, and which of the two binds unless both hide under the launch overhead.
+//! The roofline with a launch floor (the GEMM resource model K1 of the project's seed models,
+//! `docs/analytic.md`): compute time at peak, memory time at DRAM bandwidth, and which of the
+//! two binds unless both hide under the launch overhead.
 
 use super::gpu::GpuSpec;
 use std::fmt;

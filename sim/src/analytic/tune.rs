@@ -1,6 +1,7 @@
-//! The autotuner's analytic steps (seed T3, `seed-models.md` §2): the config space,
-//! `early_prune` with reasons, the wave-quantized `perf_model` with its `top_k` ranking, and
-//! `pick_best` on a table of measured quantiles. The measuring sweep itself lives elsewhere.
+//! The autotuner's analytic steps (the autotuner T3 of the project's seed models, modelled on
+//! `triton.autotune`; `docs/analytic.md`): the config space, `early_prune` with reasons, the
+//! wave-quantized `perf_model` with its `top_k` ranking, and `pick_best` on a table of measured
+//! quantiles. The measuring sweep itself lives elsewhere.
 
 use super::error::InputError;
 use super::gemm::{check, waves, Gemm, Illegal, TileConfig};
@@ -195,8 +196,8 @@ const fn measured(t: [u64; 5], median_ms: f64, p20_ms: f64, p80_ms: f64) -> Meas
     }
 }
 
-/// The rows of the seed's sweep table (`001_*.txt` §4, 4096³ on the RTX 3070, `fake_measure`
-/// with seed 0); the seed elides the rest of its top 8.
+/// The rows of the seed's sweep table (the autotuner T3's `sweep` and `pick_best` step, 4096³ on
+/// the RTX 3070, `fake_measure` with seed 0); the seed elides the rest of its top 8.
 pub const SEED_MEDIANS: [Measured; 4] = [
     measured([128, 256, 64, 8, 2], 3.760, 3.686, 3.880),
     measured([256, 128, 32, 8, 3], 3.761, 3.683, 3.795),

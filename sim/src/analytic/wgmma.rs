@@ -1,4 +1,5 @@
-//! Feeding the tensor cores with `wgmma m64nNk16` (16-bit operands, `seed-models.md` §3): the
+//! Feeding the tensor cores with `wgmma m64nNk16` (16-bit operands; the Hopper models of the
+//! project's seed models, `docs/analytic.md`; shapes from the PTX ISA's wgmma.mma_async): the
 //! math takes `2·64·N·16 / (FLOP per cycle)` cycles of the SM's tensor cores, while the operands
 //! cross the shared-memory port: A (64×16, 2 KB) in the SS form only, B (N×16, 32·N B) always.
 //! An order-of-magnitude model: the operand path's real bandwidth is unpublished.

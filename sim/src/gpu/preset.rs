@@ -445,7 +445,7 @@ mod tests {
             let p = Preset::builtin(name).unwrap();
             assert_eq!(p.name, name);
         }
-        // The seeds' device (seed-models.md 1).
+        // The seeds' device (the GEMM resource model K1's RTX 3070, docs/analytic.md).
         let g = Preset::builtin("rtx3070").unwrap();
         assert_eq!(
             (

@@ -96,8 +96,9 @@ mod tests {
 
     #[test]
     fn producer_dec_funds_consumer_inc() {
-        // hopper.md 3.4: 384 threads launched at 168; producer 168 -> 40 frees 4 warps x 128 x 32
-        // = 16,384; two consumer warpgroups 168 -> 232 need exactly that.
+        // PTX ISA setmaxnreg with CUTLASS's sm90 warp-specialized 40 / 232 split: 384 threads
+        // launched at 168; producer 168 -> 40 frees 4 warps x 128 x 32 = 16,384; two consumer
+        // warpgroups 168 -> 232 need exactly that.
         let mut pool = RegPool::new(256);
         assert!(!pool.resize(168, 232)); // nothing freed yet: blocks
         for _ in 0..4 {
