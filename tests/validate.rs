@@ -16,6 +16,7 @@ const BOUNDS: &[(&str, Bound)] = &[
     ("bandwidth", Bound::Relative(0.10)),
     ("latency", Bound::Relative(0.15)),
     ("wgmma_in_flight", Bound::Relative(0.15)),
+    ("named_barrier", Bound::Relative(0.15)),
 ];
 
 #[test]

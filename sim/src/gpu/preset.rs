@@ -143,7 +143,10 @@ pub struct Tensor {
 #[serde(deny_unknown_fields)]
 pub struct Barriers {
     pub named: u32,
+    /// Cycles from the completing arrival to every participant's release: `named_latency` plus
+    /// `named_per_warp` per participating warp.
     pub named_latency: u64,
+    pub named_per_warp: u64,
     pub mbarrier_latency: u64,
 }
 

@@ -3,8 +3,8 @@
 //! waiters and resets at once.
 //!
 //! `bar.sync` and `bar.arrive` are issued here: `bar.sync` holds its warp until the barrier
-//! completes; every participant, the last arriver too, resumes `barriers.named_latency` cycles
-//! after the completing arrival.
+//! completes; every participant, the last arriver too, resumes `barriers.named_latency` +
+//! `barriers.named_per_warp` × (participating warps) cycles after the completing arrival.
 
 use crate::engine::error::Fault;
 use crate::engine::event::Event;
@@ -94,7 +94,8 @@ impl Engine<'_> {
             if wait {
                 waiters.push(w);
             }
-            let t = self.now + self.p.barriers.named_latency;
+            let b = &self.p.barriers;
+            let t = self.now + b.named_latency + b.named_per_warp * (threads / 32) as u64;
             self.record(Hook::NamedBarrierReleased { cta, id, threads });
             for waiter in waiters {
                 self.q.push(t, Event::Release(waiter));

@@ -426,7 +426,6 @@ pub(super) fn specs() -> Vec<Spec> {
             );
         }
     }
-    // Not modeled.
     for threads in [128i64, 256, 512, 1024] {
         add(
             "named_barrier",
