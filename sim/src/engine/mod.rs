@@ -66,7 +66,8 @@ pub struct Config {
     pub clock_mhz: f64,
     /// Stop with an error when simulated time passes this many cycles.
     pub max_cycles: u64,
-    /// Run the sanitizer's hazard checks (`SimError::Hazard`).
+    /// Attach the sanitizer (`observe::sanitizer`), whose findings stop the run with
+    /// `SimError::Hazard`.
     pub check: bool,
 }
 
