@@ -33,7 +33,7 @@ use crate::gpu::cta_scheduler::{occupancy, Occupancy};
 use crate::gpu::preset::Preset;
 use crate::memory::system::MemSys;
 use crate::observe::sanitizer::{Finding, Sanitizer};
-use crate::observe::trace::Tracer;
+use crate::observe::trace::{Tracer, BUSY_UNITS};
 use event::Event;
 use isa::program::{slot, Kernel};
 use names::Names;
@@ -115,7 +115,7 @@ pub struct Engine<'a> {
     /// Trace sampling: the last sample's cycle, each SM's cumulative unit busy cycles then, and
     /// the memory system's cumulative L2 and DRAM bytes then.
     pub(crate) sampled_at: u64,
-    pub(crate) sample_prev: Vec<[u64; 6]>,
+    pub(crate) sample_prev: Vec<[u64; BUSY_UNITS.len()]>,
     pub(crate) sample_mem: (u64, u64),
     /// Global atomic counters, and where they live (after the tensors).
     pub(crate) counters: Vec<i64>,
@@ -138,6 +138,7 @@ impl<'a> Engine<'a> {
             tensor_base.push(next);
             next = (next + t.bytes).div_ceil(4096) * 4096;
         }
+        let names = Names::new(k);
         Engine {
             k,
             p,
@@ -156,14 +157,14 @@ impl<'a> Engine<'a> {
             tensor_base,
             horizon: 0,
             mma_flops: 0,
-            names: Names::new(k),
-            sanitizer: cfg.check.then(|| Sanitizer::new(Names::new(k))),
+            sanitizer: cfg.check.then(|| Sanitizer::new(names.clone())),
+            names,
             tracer: None,
             progress: None,
             iterations: 0,
             retired: 0,
             sampled_at: 0,
-            sample_prev: vec![[0; 6]; p.sm.count as usize],
+            sample_prev: vec![[0; BUSY_UNITS.len()]; p.sm.count as usize],
             sample_mem: (0, 0),
             counters: k.counters.iter().map(|(_, v)| *v).collect(),
             counter_base: next,

@@ -166,32 +166,28 @@ impl Engine<'_> {
             name: self.names.mbarrier(bar),
             error,
         })?;
+        Ok(self.settle(cta, bar, completed)?)
+    }
+
+    /// Complete-tx of `bytes` landed by a TMA load; a finding is the load's.
+    pub(crate) fn complete_tx(&mut self, cta: u32, bar: u32, bytes: u64) -> Result<(), Finding> {
+        let completed = self.ctas[cta as usize].mbars[bar as usize].complete_tx(bytes);
+        self.settle(cta, bar, completed)
+    }
+
+    /// After an arrival or a complete-tx: the phase completed, or the observers see the
+    /// barrier still open.
+    fn settle(&mut self, cta: u32, bar: u32, completed: bool) -> Result<(), Finding> {
         if completed {
             self.phase_completed(cta, bar);
             return Ok(());
         }
         let m = &self.ctas[cta as usize].mbars[bar as usize];
-        Ok(self.emit(Hook::MbarrierUpdated {
+        self.emit(Hook::MbarrierUpdated {
             cta,
             bar,
             pending_arrivals: m.pending_arrivals(),
             pending_tx: m.pending_tx(),
-        })?)
-    }
-
-    /// Complete-tx of `bytes` landed by a TMA load; a finding is the load's.
-    pub(crate) fn complete_tx(&mut self, cta: u32, bar: u32, bytes: u64) -> Result<(), Finding> {
-        let m = &mut self.ctas[cta as usize].mbars[bar as usize];
-        if m.complete_tx(bytes) {
-            self.phase_completed(cta, bar);
-            return Ok(());
-        }
-        let (pending_arrivals, pending_tx) = (m.pending_arrivals(), m.pending_tx());
-        self.emit(Hook::MbarrierUpdated {
-            cta,
-            bar,
-            pending_arrivals,
-            pending_tx,
         })
     }
 
