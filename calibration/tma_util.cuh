@@ -11,8 +11,8 @@ __device__ unsigned g_timeouts;
 
 __device__ __forceinline__ uint32_t saddr(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
-__device__ __forceinline__ void bar_init(uint32_t bar) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar));
+__device__ __forceinline__ void bar_init(uint32_t bar, uint32_t arrivals = 1) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(arrivals));
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
@@ -33,15 +33,19 @@ __device__ __forceinline__ void wait_phase(uint32_t bar, uint32_t parity) {
     if (clock64() - t0 > 2000000000LL) { atomicAdd(&g_timeouts, 1u); return; }
   }
 }
-__device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, int row, uint32_t bar) {
+// The box at element column `col` (0 by default) of row `row`.
+__device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, int row, uint32_t bar, int col = 0) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-      ::"r"(dst), "l"((uint64_t)map), "r"(0), "r"(row), "r"(bar) : "memory");
+      ::"r"(dst), "l"((uint64_t)map), "r"(col), "r"(row), "r"(bar) : "memory");
 }
 
-// A 2-D bf16 tensor of `rows` rows of `cols` elements over base, boxes of `box_rows` full rows.
+// A 2-D bf16 tensor of `rows` rows of `cols` elements over base, boxes of `box_rows` rows of
+// `box_cols` elements (0: full rows), laid out in shared memory with swizzle `swz`.
 static CUtensorMap make_map(void* base, uint64_t rows, uint32_t box_rows, uint32_t cols = 64,
-                            CUtensorMapL2promotion promo = CU_TENSOR_MAP_L2_PROMOTION_NONE) {
+                            CUtensorMapL2promotion promo = CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                            uint32_t box_cols = 0,
+                            CUtensorMapSwizzle swz = CU_TENSOR_MAP_SWIZZLE_NONE) {
   static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
   if (!encode) {
     cudaDriverEntryPointQueryResult q;
@@ -54,10 +58,10 @@ static CUtensorMap make_map(void* base, uint64_t rows, uint32_t box_rows, uint32
   CUtensorMap m;
   cuuint64_t dims[2] = {cols, rows};
   cuuint64_t strides[1] = {cols * 2};
-  cuuint32_t box[2] = {cols, box_rows};
+  cuuint32_t box[2] = {box_cols ? box_cols : cols, box_rows};
   cuuint32_t estr[2] = {1, 1};
   CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, base, dims, strides, box, estr,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, swz,
                         promo, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     fprintf(stderr, "cuTensorMapEncodeTiled failed: %d\n", (int)r);

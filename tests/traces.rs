@@ -182,13 +182,13 @@ fn stalls_name_the_full_barrier_for_a_one_stage_ring() {
         "{one}"
     );
     let (text, four) = top("stages=4");
-    assert!(four.contains("top stall: wgmma_wait [gmma]"), "{four}");
+    assert!(four.contains("top stall: wgmma_wait [barrier]"), "{four}");
     assert!(text.contains("units busy:"));
     let (_, _, path) = traced("gemm_ws", "summary", &[]);
     let csv =
         String::from_utf8(sim_ok(&["stalls", path.to_str().unwrap(), "--csv"]).stdout).unwrap();
     assert!(csv.starts_with("row,state,ncu,warp_cycles,fraction\n"));
-    assert!(csv.contains("consumer,wgmma_wait,gmma,"));
+    assert!(csv.contains("consumer,wgmma_wait,barrier,"));
     let json = sim_ok(&["stalls", path.to_str().unwrap(), "--json", "--per-warp"]).stdout;
     let v: Value = serde_json::from_slice(&json).unwrap();
     assert_eq!(v["rows"].as_array().unwrap().len(), 12);

@@ -17,6 +17,8 @@ const BOUNDS: &[(&str, Bound)] = &[
     ("latency", Bound::Relative(0.15)),
     ("wgmma_in_flight", Bound::Relative(0.15)),
     ("named_barrier", Bound::Relative(0.15)),
+    ("softmax", Bound::Relative(0.10)),
+    ("attention", Bound::Relative(0.15)),
 ];
 
 #[test]

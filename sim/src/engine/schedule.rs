@@ -85,6 +85,11 @@ impl Engine<'_> {
         let Some(w) = self.parts[p].slots[s] else {
             return;
         };
+        if self.now < self.parts[p].issue_free {
+            // The dispatcher holds back the warp it would issue (see `crate::sm::pipes`).
+            self.set_state(w, State::DispatchStall);
+            return;
+        }
         let part = &mut self.parts[p];
         part.eligible &= !(1 << s);
         part.check |= 1 << s;

@@ -134,4 +134,8 @@ pub(crate) struct Partition {
     /// ALU, FMA, MUFU and the tensor core as used by mma.sync (`crate::sm::pipes`).
     pub pipes: [Server; 4],
     pub issued: u64,
+    /// The issue port is held until this cycle (`tensor.issue_beside_hgmma`), and the
+    /// fraction of a cycle owed so far.
+    pub issue_free: u64,
+    pub issue_debt: f64,
 }

@@ -137,6 +137,11 @@ pub struct Tensor {
     /// Cycles one mma.sync m16n8k16 holds its partition's tensor core, and its latency.
     pub mma_cycles: u64,
     pub mma_latency: u64,
+    /// Extra cycles a partition's issue port is held by each ALU, FMA or MUFU warp-instruction
+    /// it issues while the SM's tensor pipe runs an HGMMA (Nsight Compute's `dispatch_stall`);
+    /// fractions accumulate. 0 where nothing was measured.
+    #[serde(default)]
+    pub issue_beside_hgmma: f64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -385,6 +390,12 @@ impl Preset {
             if !(v > 0.0 && v.is_finite()) {
                 return bad(format!("{field} must be a positive number"));
             }
+        }
+        let beside = self.tensor.issue_beside_hgmma;
+        if !(0.0..=16.0).contains(&beside) {
+            return bad(format!(
+                "tensor.issue_beside_hgmma = {beside} must be in [0, 16] cycles"
+            ));
         }
         let eff = self.memory.hbm.efficiency;
         if !(eff > 0.0 && eff <= 1.0) {

@@ -304,6 +304,6 @@ mod tests {
             units: BTreeMap::new(),
         };
         assert!(render(&s, false)
-            .contains("top stall: wgmma_wait [gmma], at issue 75%, wait_group 25%"));
+            .contains("top stall: wgmma_wait [barrier], at issue 75%, wait_group 25%"));
     }
 }

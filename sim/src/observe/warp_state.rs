@@ -17,6 +17,8 @@ pub enum State {
     LongScoreboard,
     /// The ALU/FMA/MUFU pipe it needs is busy.
     MathPipeThrottle,
+    /// Picked, but the partition's dispatch is held (beside a running HGMMA).
+    DispatchStall,
     /// The shared-memory port queue or the TMA unit is full.
     MioThrottle,
     /// `mbarrier.wait` on a phase that has not completed.
@@ -32,13 +34,14 @@ pub enum State {
 }
 
 impl State {
-    pub const ALL: [State; 12] = [
+    pub const ALL: [State; 13] = [
         State::Selected,
         State::NotSelected,
         State::Wait,
         State::ShortScoreboard,
         State::LongScoreboard,
         State::MathPipeThrottle,
+        State::DispatchStall,
         State::MioThrottle,
         State::MbarrierWait,
         State::NamedBarrier,
@@ -56,6 +59,7 @@ impl State {
             State::ShortScoreboard => "short_scoreboard",
             State::LongScoreboard => "long_scoreboard",
             State::MathPipeThrottle => "math_pipe_throttle",
+            State::DispatchStall => "dispatch_stall",
             State::MioThrottle => "mio_throttle",
             State::MbarrierWait => "mbarrier_wait",
             State::NamedBarrier => "named_barrier",
@@ -74,9 +78,10 @@ impl State {
             State::ShortScoreboard => "short_scoreboard",
             State::LongScoreboard | State::MbarrierWait | State::BulkWait => "long_scoreboard",
             State::MathPipeThrottle => "math_pipe_throttle",
+            State::DispatchStall => "dispatch_stall",
             State::MioThrottle => "mio_throttle",
-            State::NamedBarrier => "barrier",
-            State::WgmmaWait => "gmma",
+            // Nsight Compute 2025.3 reports wgmma.wait_group (WARPGROUP.DEPBAR) as `barrier`.
+            State::NamedBarrier | State::WgmmaWait => "barrier",
             State::Setmaxnreg => "misc",
         }
     }
@@ -90,6 +95,7 @@ impl State {
             State::ShortScoreboard => "#ffb300",
             State::LongScoreboard => "#ef6c00",
             State::MathPipeThrottle => "#8e24aa",
+            State::DispatchStall => "#3949ab",
             State::MioThrottle => "#d81b60",
             State::MbarrierWait => "#e53935",
             State::NamedBarrier => "#1e88e5",
@@ -108,6 +114,7 @@ impl State {
             State::ShortScoreboard => 's',
             State::LongScoreboard => 'L',
             State::MathPipeThrottle => 'M',
+            State::DispatchStall => 'D',
             State::MioThrottle => 'I',
             State::MbarrierWait => 'B',
             State::NamedBarrier => 'N',

@@ -5,6 +5,14 @@
 //! pipe for `32 / lanes` cycles (mma.sync: `tensor.mma_cycles`); its result is ready `latency`
 //! cycles after it starts. The warp keeps its pc while the count runs down, so other warps of
 //! the partition may issue in between.
+//!
+//! Beside a running HGMMA the partition dispatches these more slowly: each ALU, FMA or MUFU
+//! warp-instruction issued while the SM's tensor pipe runs an HGMMA holds the partition's issue
+//! port `tensor.issue_beside_hgmma` extra cycles (fractions carry over), and the warp the
+//! scheduler would issue meanwhile is in `dispatch_stall`. Measured on the H200: a consumer's
+//! softmax step takes 1.57x as long beside back-to-back SS wgmma of another warpgroup, 1.47x to
+//! 1.66x beside RS (calibration/softmax.cu, softmax_beside_{ss,rs}), the stall Nsight Compute
+//! reports on the FADD, FMUL and MUFU of FA3-class kernels.
 
 use crate::engine::error::Fault;
 use crate::engine::hooks::Hook;
@@ -103,8 +111,15 @@ impl Engine<'_> {
             self.mma_flops += MMA_FLOPS;
         }
         let warp = &mut self.warps[w as usize];
-        let (start, end) =
-            self.parts[warp.partition as usize].pipes[pipe_index(pipe)].book(self.now, cycles);
+        let part = &mut self.parts[warp.partition as usize];
+        let (start, end) = part.pipes[pipe_index(pipe)].book(self.now, cycles);
+        let beside = self.p.tensor.issue_beside_hgmma;
+        if pipe != Pipe::Mma && beside > 0.0 && !self.sms[warp.sm as usize].tensor.is_idle() {
+            part.issue_debt += beside;
+            let whole = part.issue_debt.floor();
+            part.issue_debt -= whole;
+            part.issue_free = self.now + 1 + whole as u64;
+        }
         self.horizon = self.horizon.max(end);
         warp.scoreboard(start + latency, kind);
         warp.progress -= 1;

@@ -577,5 +577,89 @@ pub(super) fn specs() -> Vec<Spec> {
             minus: 2000.0,
         },
     );
+    // An attention consumer's softmax step: alone (1, 4 and 8 warps) and, 4 warps, beside
+    // back-to-back wgmma of another warpgroup (the twin's softmax warps end last: a tail of
+    // dependent FFMAs outlasts the wgmmas in both runs of the slope).
+    for warps in [1i64, 4, 8] {
+        add(
+            "softmax",
+            format!(
+                "softmax step, {warps} warp{}",
+                if warps == 1 { "" } else { "s" }
+            ),
+            "cycles",
+            "softmax",
+            v("softmax_step", &warps.to_string()),
+            "softmax",
+            sets(&[("warps", warps)]),
+            Metric::per_iteration(100, 0.0),
+        );
+    }
+    for (form, beside) in [("ss", 1), ("rs", 2)] {
+        add(
+            "softmax",
+            format!("softmax step beside {} wgmma", form.to_uppercase()),
+            "cycles",
+            "softmax",
+            v(
+                if beside == 1 {
+                    "softmax_beside_ss"
+                } else {
+                    "softmax_beside_rs"
+                },
+                "4",
+            ),
+            "softmax",
+            sets(&[("beside", beside), ("tail", 150_000)]),
+            Metric::per_iteration(100, 0.0),
+        );
+    }
+    // Whole kernels, the check of the mechanisms above. FA3-class attention (head dim 128,
+    // 2048 tiles of 128 query rows on 132 SMs): the chip's FLOP per SM-cycle over the whole run
+    // times 16 / 15.52 (the busiest SM's tiles over the mean) is its steady state; the twin's
+    // is 4·128·128·128 FLOP per KV block over the slope between 64 and 128 blocks.
+    for s_len in ["8192", "16384"] {
+        add(
+            "attention",
+            format!("cuDNN FA3-class hd128 s{s_len}"),
+            "FLOP/SM-cycle",
+            "attention",
+            Measured::Scaled(
+                "attn_flop_per_sm_cycle",
+                if s_len == "8192" {
+                    "cudnn_hd128_s8192"
+                } else {
+                    "cudnn_hd128_s16384"
+                },
+                16.0 * 132.0 / 2048.0,
+            ),
+            "attention",
+            Vec::new(),
+            Metric::SlopeRate {
+                key: "seqlen",
+                lo: 8192,
+                hi: 16384,
+                amount: 64.0 * 4.0 * 128.0 * 128.0 * 128.0,
+            },
+        );
+    }
+    // gemm_ws as measured (calibration/gemm_ws.cu, one CTA, K = 4096, A and B from DRAM).
+    for (bn, stages) in [(128, 1..=6), (256, 1..=4)] {
+        for st in stages {
+            add(
+                "gemm_ws",
+                format!("gemm_ws bn {bn} stages {st}"),
+                "cycles",
+                "gemm_ws",
+                v("ws_total_cold", &format!("n{bn}_s{st}")),
+                "gemm_ws",
+                sets(&[("bn", bn), ("stages", st)]),
+                Metric::Single {
+                    per: 1.0,
+                    minus: 0.0,
+                },
+            );
+        }
+    }
     s
 }

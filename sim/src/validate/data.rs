@@ -31,6 +31,18 @@ const STORED: &[(&str, &str)] = &[
         "smem_port",
         include_str!("../../../calibration/data/h200-smem_port.csv"),
     ),
+    (
+        "softmax",
+        include_str!("../../../calibration/data/h200-softmax.csv"),
+    ),
+    (
+        "attention",
+        include_str!("../../../calibration/data/h200-attention.csv"),
+    ),
+    (
+        "gemm_ws",
+        include_str!("../../../calibration/data/h200-gemm_ws.csv"),
+    ),
 ];
 
 /// (line, clock) of each `#` line that states `sm_clock_mhz_at_start=MHz` (the last one on the

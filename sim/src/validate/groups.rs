@@ -100,6 +100,30 @@ pub(super) const GROUPS: &[Group] = &[
                participating warp",
     },
     Group {
+        name: "softmax",
+        bound: Bound::Relative(0.10),
+        note: "cycles per online-softmax step of an attention consumer warp (FMNMX, MUFU.EX2, \
+               FMUL/FADD/FFMA, F2FP as compiled), alone and beside back-to-back wgmma of another \
+               warpgroup (each math instruction beside an HGMMA holds the issue port 1.5 more \
+               cycles); the twin lacks the 4 SHFL.BFLY (~50 cycles), which the ISA \
+               cannot express yet",
+    },
+    Group {
+        name: "attention",
+        bound: Bound::Relative(0.15),
+        note: "whole kernel: FLOP per SM-cycle of cuDNN's FA3-class attention forward (head dim \
+               128) against the twin of its SASS schedule, steady state",
+    },
+    Group {
+        name: "gemm_ws",
+        bound: Bound::None,
+        note: "not modeled: the whole kernel (calibration/gemm_ws.cu): one CTA of gemm_ws's \
+               structure on the chip takes 898 (BN 128) and 1277 (BN 256) cycles per k-tile \
+               from 3 stages on, against the tensor bound of 512 and 1024, which the model \
+               reaches: one issuing thread's TMA boxes (tma_throughput) bound the chip's \
+               producer",
+    },
+    Group {
         name: "mbarrier_poll",
         bound: Bound::None,
         note: "not modeled: a test_wait polling loop hands a phase over slower than try_wait; \

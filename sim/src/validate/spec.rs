@@ -11,6 +11,8 @@ pub(super) enum Measured {
     Value(&'static str, String),
     /// (value(hi) − value(lo)) / units: a per-step cost from two totals.
     Slope(&'static str, &'static str, &'static str, f64),
+    /// value × factor: a whole-kernel rate corrected to its busiest SM's steady state.
+    Scaled(&'static str, &'static str, f64),
 }
 
 /// How the simulated value comes from the twin's cycles. `key` runs at `lo` and at `hi`; the
@@ -95,6 +97,10 @@ impl Spec {
                 let (a, mhz) = data.get(self.program, test, lo)?;
                 let (b, _) = data.get(self.program, test, hi)?;
                 Ok(((b - a) / units, mhz))
+            }
+            Measured::Scaled(test, param, factor) => {
+                let (a, mhz) = data.get(self.program, test, param)?;
+                Ok((a * factor, mhz))
             }
         }
     }

@@ -36,6 +36,15 @@ const TWINS: &[(&str, &str)] = &[
         "smem_port",
         include_str!("../../../scenarios/calibration/smem_port.ron"),
     ),
+    (
+        "softmax",
+        include_str!("../../../scenarios/calibration/softmax.ron"),
+    ),
+    (
+        "attention",
+        include_str!("../../../scenarios/calibration/attention.ron"),
+    ),
+    ("gemm_ws", include_str!("../../../scenarios/gemm_ws.ron")),
 ];
 
 /// Why a twin could not run.

@@ -1,0 +1,215 @@
+// A warp-specialized GEMM main loop on one SM, the structure of scenarios/gemm_ws.ron (CUTLASS's
+// "cooperative" kernel, PipelineTmaAsync): one producer warpgroup whose thread 0 issues the TMA
+// loads of A (128 x 64) and B (BN x 64) k-tiles into a ring of `stages` slots, and two consumer
+// warpgroups (64 rows of the 128 x BN tile each) issuing wgmma m64nBNk16 (SS, bf16 -> f32, 4 per
+// k-tile), full / empty mbarriers per stage, setmaxnreg 40 / 232. The consumers keep one wgmma
+// batch in flight (wait_group 1, then release the stage before) except with one stage.
+// Operands use the 128-byte swizzle of TMA and of the wgmma descriptors, as CUTLASS does; the
+// product is checked against a host reference.
+//
+//   ws_total_{cold,warm}  : cycles from the consumers' first full-barrier wait to their last
+//                           wait_group 0 (clock64 of each consumer warpgroup's thread 0, earliest
+//                           start to latest end), K = 4096 (64 k-tiles); cold: after an L2
+//                           flush (A and B from DRAM), warm: A and B already in L2;
+//                           param n<BN>_s<stages>
+//   ws_ktile_warm         : cycles per k-tile, the slope between K = 4096 and K = 8192, warm
+//   ws_check              : relative Frobenius error of C against the double-precision reference
+// Build: python3 gen_wgmma.py 128 256 > wgmma_ops.h;
+//        nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -I. -o gemm_ws gemm_ws.cu
+#include "tma_util.cuh"
+#include "wgmma_ops.h"
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+constexpr int kBm = 128, kBk = 64, kMaxStages = 6;
+
+// K-major operand with the 128-byte swizzle: rows of 128 B (64 bf16), 8-row atoms 1024 B apart
+// (stride byte offset), leading byte offset unused (1), layout type 1 (SWIZZLE_128B) in bits
+// 62-63; a k-step of 16 elements advances the start address by 32 bytes.
+__device__ __forceinline__ uint64_t desc_sw128(uint32_t addr) {
+  return ((uint64_t)((addr & 0x3FFFF) >> 4)) | ((uint64_t)1 << 16) | ((uint64_t)(1024 >> 4) << 32) |
+         ((uint64_t)1 << 62);
+}
+
+__device__ __forceinline__ void arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+
+struct Params {
+  int stages, ktiles;
+  unsigned long long* out;  // [0..1] consumer starts, [2..3] consumer ends
+  float* c;                 // 128 x BN
+};
+
+template <int BN>
+__global__ void __launch_bounds__(384, 1) ws_kernel(const __grid_constant__ CUtensorMap ma,
+                                                     const __grid_constant__ CUtensorMap mb, Params p) {
+  extern __shared__ uint8_t smem_raw[];
+  // The 128-byte swizzle needs 1024-byte aligned slots.
+  uint8_t* smem = (uint8_t*)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+  __shared__ __align__(8) uint64_t full[kMaxStages], empty[kMaxStages];
+  constexpr int kABytes = kBm * kBk * 2, kBBytes = BN * kBk * 2, kStageBytes = kABytes + kBBytes;
+  const int stages = p.stages;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; ++s) {
+      bar_init(saddr(&full[s]), 1);
+      bar_init(saddr(&empty[s]), 256);
+    }
+  }
+  __syncthreads();
+  const int wg = threadIdx.x / 128;
+  const uint32_t base = saddr(smem);
+  if (wg == 0) {  // producer
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (threadIdx.x != 0) return;
+    for (int kb = 0; kb < p.ktiles; ++kb) {
+      const int s = kb % stages;
+      wait_phase(saddr(&empty[s]), ((kb / stages) & 1) ^ 1);
+      arrive_expect(saddr(&full[s]), kStageBytes);
+      const uint32_t slot = base + s * kStageBytes;
+      tma_load(slot, &ma, 0, saddr(&full[s]), kb * kBk);
+      tma_load(slot + kABytes, &mb, 0, saddr(&full[s]), kb * kBk);
+    }
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+  const int c = wg - 1;  // consumer warpgroup: rows 64c .. 64c + 63 of the tile
+  float d[BN / 2];
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) d[i] = 0.f;
+  const long long t0 = clock64();
+  for (int kb = 0; kb < p.ktiles; ++kb) {
+    const int s = kb % stages;
+    wait_phase(saddr(&full[s]), (kb / stages) & 1);
+    const uint32_t slot = base + s * kStageBytes;
+    const uint64_t da = desc_sw128(slot + c * 64 * 128), db = desc_sw128(slot + kABytes);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int k = 0; k < kBk / 16; ++k) Wgmma<BN>::ss(d, da + 2 * k, db + 2 * k, 1);
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    if (stages == 1) {
+      asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+      arrive(saddr(&empty[s]));
+    } else {
+      asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+      if (kb >= 1) arrive(saddr(&empty[(kb - 1) % stages]));
+    }
+  }
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  const long long t1 = clock64();
+  if (threadIdx.x % 128 == 0) {
+    p.out[c] = t0;
+    p.out[2 + c] = t1;
+  }
+  // The m64nNk16 accumulator layout: warp w of the warpgroup holds rows 16w .. 16w + 15; lane l,
+  // register 4j + r: row l/4 + 8 (r/2), column 8j + 2 (l%4) + r%2.
+  const int t = threadIdx.x % 128, w = t / 32, l = t % 32;
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) {
+    const int j = i / 4, r = i % 4;
+    const int row = 64 * c + 16 * w + l / 4 + 8 * (r / 2), col = 8 * j + 2 * (l % 4) + r % 2;
+    p.c[row * BN + col] = d[i];
+  }
+}
+
+static uint16_t to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+}
+static float from_bf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+static unsigned long long* g_out;
+static float* g_c;
+static uint8_t* g_flush;
+constexpr size_t kFlushBytes = 256ull << 20;
+
+// One run; returns the consumers' cycles (earliest start to latest end).
+template <int BN>
+static double run_once(const CUtensorMap& ma, const CUtensorMap& mb, int stages, int ktiles, bool cold) {
+  if (cold) CHECK(cudaMemset(g_flush, ktiles & 0xff, kFlushBytes));  // evicts A and B from L2
+  const int smem = stages * (kBm + BN) * kBk * 2 + 1024;
+  CHECK(cudaFuncSetAttribute(ws_kernel<BN>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  Params p{stages, ktiles, g_out, g_c};
+  ws_kernel<BN><<<1, 384, smem>>>(ma, mb, p);
+  LAUNCH_CHECK();
+  unsigned long long h[4];
+  CHECK(cudaMemcpy(h, g_out, sizeof h, cudaMemcpyDeviceToHost));
+  return (double)(std::max(h[2], h[3]) - std::min(h[0], h[1]));
+}
+
+static double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+template <int BN>
+static void sweep(int max_stages) {
+  constexpr int kK = 8192;
+  std::vector<uint16_t> ha((size_t)kBm * kK), hb((size_t)BN * kK);
+  uint32_t x = 12345u + BN;
+  auto rnd = [&]() {
+    x = x * 1664525u + 1013904223u;
+    return ((float)(x >> 8) / 16777216.0f - 0.5f);
+  };
+  for (auto& v : ha) v = to_bf16(rnd());
+  for (auto& v : hb) v = to_bf16(rnd());
+  uint16_t *da, *db;
+  CHECK(cudaMalloc(&da, ha.size() * 2));
+  CHECK(cudaMalloc(&db, hb.size() * 2));
+  CHECK(cudaMemcpy(da, ha.data(), ha.size() * 2, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(db, hb.data(), hb.size() * 2, cudaMemcpyHostToDevice));
+  const CUtensorMap ma = make_map(da, kBm, kBm, kK, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, kBk, CU_TENSOR_MAP_SWIZZLE_128B);
+  const CUtensorMap mb = make_map(db, BN, BN, kK, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, kBk, CU_TENSOR_MAP_SWIZZLE_128B);
+  for (int stages = 1; stages <= max_stages; ++stages) {
+    char param[32];
+    snprintf(param, sizeof param, "n%d_s%d", BN, stages);
+    std::vector<double> cold, warm4, warm8;
+    for (int rep = 0; rep < 4; ++rep) {
+      cold.push_back(run_once<BN>(ma, mb, stages, 64, true));
+      run_once<BN>(ma, mb, stages, 128, false);  // brings all of A and B into L2
+      warm4.push_back(run_once<BN>(ma, mb, stages, 64, false));
+      warm8.push_back(run_once<BN>(ma, mb, stages, 128, false));
+    }
+    row("ws_total_cold", param, median(cold), "cycles");
+    row("ws_total_warm", param, median(warm4), "cycles");
+    row("ws_ktile_warm", param, (median(warm8) - median(warm4)) / 64.0, "cycles_per_ktile");
+    if (stages == std::min(4, max_stages)) {  // C of the last K = 4096 run against the reference
+      std::vector<float> hc((size_t)kBm * BN);
+      run_once<BN>(ma, mb, stages, 64, false);
+      CHECK(cudaMemcpy(hc.data(), g_c, hc.size() * 4, cudaMemcpyDeviceToHost));
+      double err = 0, ref = 0;
+      for (int i = 0; i < kBm; ++i)
+        for (int j = 0; j < BN; ++j) {
+          double s = 0;
+          for (int k = 0; k < 64 * kBk; ++k) s += (double)from_bf16(ha[(size_t)i * kK + k]) * from_bf16(hb[(size_t)j * kK + k]);
+          err += (hc[i * BN + j] - s) * (hc[i * BN + j] - s);
+          ref += s * s;
+        }
+      row("ws_check", param, std::sqrt(err / ref), "relative_error");
+    }
+  }
+  CHECK(cudaFree(da));
+  CHECK(cudaFree(db));
+}
+
+int main() {
+  header("gemm_ws");
+  CHECK(cudaMalloc(&g_out, 4 * sizeof(unsigned long long)));
+  CHECK(cudaMalloc(&g_c, (size_t)kBm * 256 * sizeof(float)));
+  CHECK(cudaMalloc(&g_flush, kFlushBytes));
+  sweep<128>(6);
+  sweep<256>(4);  // 48 KiB a stage: 4 stages fill 192 of the 227 KiB
+  unsigned timeouts = 0;
+  CHECK(cudaMemcpyFromSymbol(&timeouts, g_timeouts, sizeof timeouts));
+  printf("# mbarrier_wait_timeouts=%u\n", timeouts);
+  footer();
+  return 0;
+}
