@@ -8,7 +8,7 @@ use common::{scenario, scenario_files, sets, stdout_of, temp_scenario};
 /// The generic bound of a scenario at the preset's clock, without simulating it.
 fn generic_bound(name: &str, pairs: &[(&str, i64)]) -> sim::analytic::bound::Bound {
     let (k, p) = sim::run::load(&scenario(name), &sets(pairs)).unwrap();
-    sim::analytic::bound::bound(&k, &p, p.clock.loaded_mhz).unwrap()
+    sim::analytic::bound::bound(&k, &p, p.clock.max_mhz).unwrap()
 }
 
 /// Simulated / bound cycles from `sim run`'s report.
@@ -67,11 +67,11 @@ fn every_scenario_is_bounded_from_below_by_its_demand() {
         let name = path.file_stem().unwrap().to_string_lossy().to_string();
         let (k, p) = sim::run::load(&path, &sets(&[])).unwrap();
         let cfg = sim::engine::Config {
-            clock_mhz: p.clock.loaded_mhz,
+            clock_mhz: p.clock.max_mhz,
             ..Default::default()
         };
         let s = sim::engine::Engine::new(&k, &p, cfg).run().unwrap();
-        let b = sim::analytic::bound::bound(&k, &p, p.clock.loaded_mhz)
+        let b = sim::analytic::bound::bound(&k, &p, p.clock.max_mhz)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let t = &b.total;
         let pipe = |i: usize| t.pipes.iter().map(|x| x[i]).sum::<u64>();

@@ -19,6 +19,7 @@ const BOUNDS: &[(&str, Bound)] = &[
     ("named_barrier", Bound::Relative(0.15)),
     ("softmax", Bound::Relative(0.10)),
     ("attention", Bound::Relative(0.15)),
+    ("clock", Bound::Relative(0.05)),
 ];
 
 #[test]
@@ -139,8 +140,6 @@ fn bad_data_is_an_error_not_a_panic() {
         .unwrap_err()
         .to_string()
         .contains("`fast` is not a number"));
-    let e = d.add("core", "test,param,value\nffma_rate,1024,4.0\n");
-    assert!(e.unwrap_err().to_string().contains("no SM clock"));
     let e = d.add("core", "a,b\n1,2\n");
     assert!(e.unwrap_err().to_string().contains("lacks test"));
     // A data set without the rows a group needs says which row is missing.
@@ -157,4 +156,42 @@ fn bad_data_is_an_error_not_a_panic() {
         e.contains("no measured row ex2_rate,1024 in core.csv"),
         "{e}"
     );
+    // A row a twin runs at its clock needs one.
+    let mut d = Data::default();
+    d.add("core", "test,param,value\nffma_rate,1024,4.0\n")
+        .unwrap();
+    let e = validate::validate("h200-sxm", &d, &["pipes".to_string()])
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e, "core.csv line 2: no SM clock for row ffma_rate,1024");
+}
+
+#[test]
+fn the_clock_rows_compare_the_preset_with_each_measured_load() {
+    let data = Data::stored().expect("stored calibration data");
+    let groups = ["clock".to_string(), "clock_data".to_string()];
+    let v = validate::validate("h200-sxm", &data, &groups).expect("runs");
+    let rows: Vec<(&str, f64, f64)> = v
+        .rows
+        .iter()
+        .map(|r| (r.name.as_str(), r.measured, r.simulated.round()))
+        .collect();
+    // The table's points are these loads, to three decimals: within 2 MHz of the measurement.
+    assert_eq!(
+        rows,
+        [
+            ("matmul2048 at load 0.682", 1755.0, 1755.0),
+            ("matmul4096 at load 0.821", 1485.0, 1485.0),
+            ("matmul8192 at load 0.840", 1455.0, 1455.0),
+            ("matmul8192_zeros at load 0.833", 1740.0, 1466.0),
+        ]
+    );
+    assert_eq!(v.groups[0].pass, Some(true));
+    assert_eq!(v.groups[1].pass, None);
+    // Measured rates 10% lower put the matmuls at lower loads, where the table's clocks are
+    // higher than the measured ones: the group fails.
+    let mut slower = data.clone();
+    slower.scale("clocks", "load_rate", 0.9);
+    let v = validate::validate("h200-sxm", &slower, &groups[..1]).expect("runs");
+    assert_eq!(v.groups[0].pass, Some(false), "{}", v.table());
 }

@@ -32,6 +32,12 @@ fn gemm_4096_moves_little_more_than_the_minimum_and_tracks_the_h200() {
     let r = dram_ratio(&h100);
     assert!(r <= 1.5, "H100 DRAM / minimum = {r:.2}");
     assert!(h100.l2.hit_rate > 0.9);
+    // Every SM's tensor pipe busy beyond the highest measured load (0.84): the time is at the
+    // clock measured there, 1455 MHz.
+    assert_eq!(h100.clock_source, "sustained");
+    assert!(h100.tensor_load > 0.84, "load {}", h100.tensor_load);
+    assert_eq!(h100.clock_mhz, 1455.0);
+    assert_eq!(h100.time_us, h100.cycles as f64 / 1455.0);
     // On the H200 preset the time lands within 15% of the real chip's cuBLAS (a different
     // kernel, so this is a sanity check, not a calibration).
     let h200 = run("gemm", Some("h200-sxm"), &[]);
@@ -116,7 +122,7 @@ fn a_single_sm_cannot_pull_the_chips_bandwidth() {
     // One CTA streaming 16 MiB: capped by its SM's port to L2 (77 B/cycle), far from HBM's.
     let r = run("hbm_stream", None, &[("mib", 16), ("ctas", 1)]);
     let p = sim::gpu::preset::Preset::builtin("h100-sxm").unwrap();
-    let port_gbs = p.memory.sm_bytes_per_cycle * p.clock.loaded_mhz / 1e3;
+    let port_gbs = p.memory.sm_bytes_per_cycle * r.clock_mhz / 1e3;
     assert!(
         r.dram.bandwidth_gbs <= port_gbs,
         "{} > {port_gbs}",

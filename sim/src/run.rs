@@ -19,7 +19,8 @@ pub struct RunOptions {
     /// Runs on this GPU preset instead of the scenario's.
     pub gpu: Option<String>,
     pub seed: u64,
-    /// Overrides the preset's loaded clock for converting cycles to time.
+    /// The SM clock for everything: HBM bytes per cycle in the simulation, and cycles to time
+    /// in the report (in place of the preset's max and sustained clocks).
     pub clock_mhz: Option<f64>,
     pub max_cycles: u64,
     /// Run the sanitizer's hazard checks (`--no-check` turns them off).
@@ -123,7 +124,9 @@ fn config(preset: &Preset, opts: &RunOptions) -> Result<Config, RunError> {
     };
     Ok(Config {
         seed: opts.seed,
-        clock_mhz: clock.unwrap_or(preset.clock.loaded_mhz),
+        // The clock is known only after the run (it follows the tensor load), so HBM's bytes
+        // per cycle are those at the max clock, where the runs that HBM limits are.
+        clock_mhz: clock.unwrap_or(preset.clock.max_mhz),
         max_cycles: opts.max_cycles,
         check: opts.check,
     })
@@ -145,6 +148,7 @@ fn simulate_traced(
     tracer: Option<Tracer>,
 ) -> Result<(Outcome, Option<Traced>), RunError> {
     let cfg = config(preset, opts)?;
+    let reference_mhz = cfg.clock_mhz;
     let mut engine = Engine::new(kernel, preset, cfg);
     if let Some(t) = tracer {
         engine = engine.with_tracer(t);
@@ -186,7 +190,14 @@ fn simulate_traced(
                 "wgmma_waits": wgmma,
             }));
         }
-        Report::new(kernel, preset, &stats, opts.seed, opts.clock_mhz)
+        Report::new(
+            kernel,
+            preset,
+            &stats,
+            opts.seed,
+            opts.clock_mhz,
+            reference_mhz,
+        )
     };
     let outcome = match result {
         Ok(()) => Ok(report),
@@ -234,7 +245,7 @@ fn finish_trace(
 }
 
 /// Loads, validates and simulates a scenario file, and bounds it (`analytic::bound`) at the
-/// run's clock. A kernel the walk cannot bound still gets its report, with the reason.
+/// clock the simulation converted HBM bandwidth at. A kernel the walk cannot bound still gets its report, with the reason.
 pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
     let file = path.display().to_string();
     let (kernel, preset) = load(path, opts)?;
@@ -264,7 +275,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
     };
     let (result, traced) = simulate_traced(&file, &kernel, &preset, opts, tracer)?;
     let result = result.map(|report| {
-        let generic = bound::bound(&kernel, &preset, report.clock_mhz);
+        let generic = bound::bound(&kernel, &preset, report.reference_clock_mhz);
         if let Err(e) = &generic {
             tracing::debug!(error = %e, "no generic bound");
         }

@@ -28,12 +28,83 @@ pub struct Preset {
     pub memory: Memory,
 }
 
+/// The SM clock: the highest, and the clock the chip sustains under its power cap as a function
+/// of tensor load (`docs/engine.md`, "Cycles and time").
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Clock {
-    pub boost_mhz: f64,
-    /// Typical SM clock of tensor-heavy kernels under the power cap.
-    pub loaded_mhz: f64,
+    /// The highest SM clock. Simulations convert HBM bandwidth into bytes per cycle at it
+    /// (unless `--clock-mhz` is given): the runs that HBM limits have little tensor load, where
+    /// the chip runs at this clock.
+    pub max_mhz: f64,
+    /// Measured sustained clocks by GPU-wide tensor load, from low to high load: between two
+    /// points linear, beyond the ends the end's clock.
+    pub sustained: Vec<LoadClock>,
+}
+
+/// One measured point of the sustained clock.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadClock {
+    /// Tensor-pipe busy cycles summed over all SMs over (SMs × elapsed cycles), idle SMs included.
+    pub load: f64,
+    pub mhz: f64,
+}
+
+impl Clock {
+    /// The sustained clock at GPU-wide tensor load `load` (the table is non-empty and ordered:
+    /// `Preset::check`).
+    pub fn sustained_mhz(&self, load: f64) -> f64 {
+        let t = &self.sustained;
+        let (first, last) = (t[0], t[t.len() - 1]);
+        if load <= first.load {
+            return first.mhz;
+        }
+        if load >= last.load {
+            return last.mhz;
+        }
+        let hi = t.partition_point(|p| p.load <= load);
+        let (a, b) = (t[hi - 1], t[hi]);
+        a.mhz + (b.mhz - a.mhz) * (load - a.load) / (b.load - a.load)
+    }
+
+    /// Why the clock table cannot be used, naming the field.
+    fn problem(&self) -> Option<String> {
+        let max = self.max_mhz;
+        if !(max > 0.0 && max.is_finite()) {
+            return Some(format!("clock.max_mhz = {max} must be a positive number"));
+        }
+        if self.sustained.is_empty() {
+            return Some("clock.sustained needs at least one point".to_string());
+        }
+        for (i, p) in self.sustained.iter().enumerate() {
+            let at = format!("clock.sustained[{i}]");
+            if !(0.0..=1.0).contains(&p.load) {
+                return Some(format!("{at}.load = {} must be in [0, 1]", p.load));
+            }
+            if !(p.mhz > 0.0 && p.mhz <= max) {
+                return Some(format!(
+                    "{at}.mhz = {} must be positive and at most clock.max_mhz = {max}",
+                    p.mhz
+                ));
+            }
+            if let Some(prev) = i.checked_sub(1).map(|j| self.sustained[j]) {
+                if p.load <= prev.load {
+                    return Some(format!(
+                        "{at}.load = {} must exceed the previous point's {} (loads increase)",
+                        p.load, prev.load
+                    ));
+                }
+                if p.mhz > prev.mhz {
+                    return Some(format!(
+                        "{at}.mhz = {} must not exceed the previous point's {} (more load, no faster clock)",
+                        p.mhz, prev.mhz
+                    ));
+                }
+            }
+        }
+        None
+    }
 }
 
 /// Written as a string (`"gto"`, `"lrr"`) so presets survive being read as generic RON values
@@ -411,8 +482,8 @@ impl Preset {
                 "memory.l2.line_bytes must be a multiple of memory.sector_bytes".to_string(),
             );
         }
-        if !(self.clock.loaded_mhz > 0.0 && self.clock.boost_mhz >= self.clock.loaded_mhz) {
-            return bad("clock: need 0 < loaded_mhz <= boost_mhz".to_string());
+        if let Some(message) = self.clock.problem() {
+            return bad(message);
         }
         Ok(())
     }
@@ -444,9 +515,8 @@ mod tests {
     fn h100_preset_loads_and_matches_the_datasheet() {
         let p = Preset::builtin("h100-sxm").unwrap();
         assert_eq!(p.sm.count, 132);
-        // 132 SMs x 4096 FLOP/clk x 1.83 GHz = 989.4 TFLOP/s dense BF16.
-        let tflops =
-            p.sm.count as f64 * p.tensor.flops_per_cycle as f64 * p.clock.loaded_mhz * 1e6 / 1e12;
+        // 132 SMs x 4096 FLOP/clk x 1.83 GHz (the datasheet's clock) = 989.4 TFLOP/s dense BF16.
+        let tflops = p.sm.count as f64 * p.tensor.flops_per_cycle as f64 * 1830e6 / 1e12;
         assert!((tflops - 989.4).abs() < 0.5, "{tflops}");
         assert_eq!(p.smem.bytes_per_cycle(), 128);
         assert_eq!(p.pipes.mufu.cycles_per_warp_instr(), 8);
@@ -509,6 +579,79 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.ends_with("after overriding [\"sm.count\"]: Expected u32 but found the string \"many\" instead"), "{e}");
+    }
+
+    #[test]
+    fn the_sustained_clock_is_linear_between_measured_points_and_flat_beyond() {
+        let c = Preset::builtin("h200-sxm").unwrap().clock;
+        assert_eq!(c.max_mhz, 1980.0);
+        // Each measured point gives its own clock.
+        for (load, mhz) in [
+            (0.0, 1980.0),
+            (0.570, 1797.0),
+            (0.682, 1755.0),
+            (0.747, 1691.0),
+            (0.821, 1485.0),
+            (0.840, 1455.0),
+        ] {
+            assert_eq!(c.sustained_mhz(load), mhz, "load {load}");
+        }
+        // Halfway between cuDNN's attention and matmul4096: halfway between their clocks.
+        assert!((c.sustained_mhz(0.784) - 1588.0).abs() < 1e-6);
+        // One busy SM of 132 (load 1/132): 1980 - 183 / (0.570 * 132) MHz.
+        assert!((c.sustained_mhz(1.0 / 132.0) - 1977.568).abs() < 1e-3);
+        // Beyond the last point, its clock.
+        assert_eq!(c.sustained_mhz(0.95), 1455.0);
+        // The H100 takes the H200's table; the others hold their boost clock.
+        let h100 = Preset::builtin("h100-sxm").unwrap().clock;
+        assert_eq!(h100.sustained_mhz(0.821), 1485.0);
+        let a100 = Preset::builtin("a100-sxm").unwrap().clock;
+        assert_eq!(
+            (a100.sustained_mhz(0.0), a100.sustained_mhz(0.9)),
+            (1410.0, 1410.0)
+        );
+    }
+
+    #[test]
+    fn a_clock_table_that_is_not_monotonic_or_out_of_range_is_refused() {
+        let with = |path: &str, value: &str| {
+            let o = BTreeMap::from([(path.to_string(), ron::from_str(value).unwrap())]);
+            Preset::with_overrides("h200-sxm", &o)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        let table = |t: &str| with("clock.sustained", t);
+        let cases = [
+            (
+                table("[(load: 0.5, mhz: 1500), (load: 0.4, mhz: 1400)]"),
+                "clock.sustained[1].load = 0.4 must exceed the previous point's 0.5 (loads increase)",
+            ),
+            (
+                table("[(load: 0.0, mhz: 1500), (load: 0.5, mhz: 1600)]"),
+                "clock.sustained[1].mhz = 1600 must not exceed the previous point's 1500 (more load, no faster clock)",
+            ),
+            (
+                table("[(load: 1.5, mhz: 1500)]"),
+                "clock.sustained[0].load = 1.5 must be in [0, 1]",
+            ),
+            (
+                table("[(load: 0.0, mhz: 0)]"),
+                "clock.sustained[0].mhz = 0 must be positive and at most clock.max_mhz = 1980",
+            ),
+            (
+                table("[(load: 0.0, mhz: 2100)]"),
+                "clock.sustained[0].mhz = 2100 must be positive and at most clock.max_mhz = 1980",
+            ),
+            (table("[]"), "clock.sustained needs at least one point"),
+            (
+                with("clock.max_mhz", "-5.0"),
+                "clock.max_mhz = -5 must be a positive number",
+            ),
+        ];
+        for (got, message) in cases {
+            assert_eq!(got, Err(format!("preset `h200-sxm`: {message}")));
+        }
+        assert_eq!(table("[(load: 0.0, mhz: 1500)]"), Ok(()));
     }
 
     #[test]

@@ -33,9 +33,14 @@ pub struct Report {
     /// How many SMs ran how many CTAs over the run: {"CTAs": SMs}.
     pub sm_ctas: BTreeMap<u32, u32>,
     pub cycles: u64,
+    /// The SM clock that turns cycles into time and rates.
     pub clock_mhz: f64,
-    /// `preset-loaded` (the preset's typical clock under tensor load) or `command-line`.
+    /// `sustained` (the preset's sustained clock at `tensor_load`) or `command-line`.
     pub clock_source: String,
+    /// Tensor busy cycles summed over the SMs / (the GPU's SMs × cycles), idle SMs included.
+    pub tensor_load: f64,
+    /// The clock at which the simulation turned HBM bandwidth into bytes per cycle.
+    pub reference_clock_mhz: f64,
     pub time_us: f64,
     /// Tensor-core FLOPs executed and their rate at `clock_mhz`.
     pub flops: u64,
@@ -141,17 +146,32 @@ pub struct BoundReport {
 const GENERIC_NOTE: &str = "generic resource bound";
 
 impl Report {
-    /// The report without the generic bound (see [`Report::with_bound`]).
-    pub fn new(k: &Kernel, p: &Preset, s: &RunStats, seed: u64, clock_mhz: Option<f64>) -> Self {
+    /// The report without the generic bound (see [`Report::with_bound`]), its time at
+    /// `clock_mhz` or else at the preset's sustained clock for the run's tensor load;
+    /// `reference_mhz` is the clock the simulation converted HBM bandwidth at.
+    pub fn new(
+        k: &Kernel,
+        p: &Preset,
+        s: &RunStats,
+        seed: u64,
+        clock_mhz: Option<f64>,
+        reference_mhz: f64,
+    ) -> Self {
+        let cycles = s.cycles.max(1);
+        let u = &s.units;
+        // wgmma math cycles on the SM's tensor pipe plus mma.sync cycles on the partitions'
+        // tensor cores, over every SM of the GPU: the power cap is GPU-wide.
+        let parts = s.partitions as u64;
+        let tensor_load =
+            (u.tensor as f64 + u.mma as f64 / parts as f64) / (cycles as f64 * p.sm.count as f64);
         let (clock, source) = match clock_mhz {
             Some(c) => (c, "command-line"),
-            None => (p.clock.loaded_mhz, "preset-loaded"),
+            // In whole MHz, as the driver reports clocks.
+            None => (p.clock.sustained_mhz(tensor_load).round(), "sustained"),
         };
-        let cycles = s.cycles.max(1);
         let time_us = s.cycles as f64 / clock;
         let sms = s.sms_used.max(1) as u64;
         let frac = |busy: u64, capacity: u64| busy as f64 / (cycles * capacity * sms) as f64;
-        let parts = s.partitions as u64;
         let gbs = |bytes: u64| {
             if time_us > 0.0 {
                 bytes as f64 / time_us / 1e3
@@ -163,7 +183,6 @@ impl Report {
         let slots = p.sm.count * s.occupancy.ctas.max(1);
         let waves = k.grid.div_ceil(slots);
         let dram_bytes = m.dram_read_bytes + m.dram_write_bytes;
-        let u = &s.units;
         let units = [
             // wgmma on the SM's tensor pipe plus mma.sync on the partitions' tensor cores.
             ("tensor", frac(u.tensor, 1) + frac(u.mma, parts)),
@@ -238,6 +257,8 @@ impl Report {
             cycles: s.cycles,
             clock_mhz: clock,
             clock_source: source.to_string(),
+            tensor_load,
+            reference_clock_mhz: reference_mhz,
             time_us,
             flops: s.flops,
             tflops: if time_us > 0.0 {
@@ -310,7 +331,10 @@ impl Report {
         let mut o = String::new();
         let clock_note = match self.clock_source.as_str() {
             "command-line" => "set with --clock-mhz".to_string(),
-            _ => "the preset's clock under tensor load; --clock-mhz to change".to_string(),
+            _ => format!(
+                "sustained at {:.0}% GPU-wide tensor load; --clock-mhz to change",
+                100.0 * self.tensor_load
+            ),
         };
         let _ = writeln!(
             o,

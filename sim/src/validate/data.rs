@@ -43,6 +43,10 @@ const STORED: &[(&str, &str)] = &[
         "gemm_ws",
         include_str!("../../../calibration/data/h200-gemm_ws.csv"),
     ),
+    (
+        "clocks",
+        include_str!("../../../calibration/data/h200-clocks.csv"),
+    ),
 ];
 
 /// (line, clock) of each `#` line that states `sm_clock_mhz_at_start=MHz` (the last one on the
@@ -74,8 +78,13 @@ pub enum DataError {
     MissingCell { line: usize, cells: usize },
     #[error("line {line}: `{text}` is not a number")]
     NotANumber { line: usize, text: String },
-    #[error("line {line}: no SM clock for this row")]
-    NoClock { line: usize },
+    #[error("{program}.csv line {line}: no SM clock for row {test},{param}")]
+    NoClock {
+        program: String,
+        test: String,
+        param: String,
+        line: usize,
+    },
     #[error("no measured row {test},{param} in {program}.csv")]
     MissingRow {
         program: String,
@@ -84,11 +93,20 @@ pub enum DataError {
     },
 }
 
+/// One measured row: its value, the SM clock it ran at where the file states one, its line.
+#[derive(Clone, Copy, Debug)]
+struct Measurement {
+    value: f64,
+    clock: Option<f64>,
+    line: usize,
+}
+
 /// The measured rows of the programs' CSV files, by (program, test, param), and each row's SM
-/// clock (a `sm_clock_mhz` column, else the file's `sm_clock_mhz_at_start` header).
+/// clock (a `sm_clock_mhz` column, else the file's `sm_clock_mhz_at_start` header; the clock
+/// measurements have none).
 #[derive(Clone, Debug, Default)]
 pub struct Data {
-    rows: BTreeMap<(String, String, String), (f64, f64)>,
+    rows: BTreeMap<(String, String, String), Measurement>,
 }
 
 impl Data {
@@ -185,19 +203,18 @@ impl Data {
                 line,
                 text: text.to_string(),
             })?;
-            let row_clock = col(&["sm_clock_mhz"])
+            let clock = col(&["sm_clock_mhz"])
                 .and_then(|c| cells.get(c))
                 .and_then(|c| c.parse::<f64>().ok())
                 .or(clock_at(line))
-                .filter(|c| *c > 0.0)
-                .ok_or(DataError::NoClock { line })?;
+                .filter(|c| *c > 0.0);
             self.rows.insert(
                 (
                     program.to_string(),
                     cell(t)?.to_string(),
                     cell(p)?.to_string(),
                 ),
-                (value, row_clock),
+                Measurement { value, clock, line },
             );
         }
         if header.is_none() {
@@ -206,13 +223,7 @@ impl Data {
         Ok(())
     }
 
-    /// The (value, SM clock in MHz) of row (test, param) of `program`.
-    pub(super) fn get(
-        &self,
-        program: &str,
-        test: &str,
-        param: &str,
-    ) -> Result<(f64, f64), DataError> {
+    fn row(&self, program: &str, test: &str, param: &str) -> Result<Measurement, DataError> {
         self.rows
             .get(&(program.to_string(), test.to_string(), param.to_string()))
             .copied()
@@ -223,11 +234,33 @@ impl Data {
             })
     }
 
+    /// The (value, SM clock in MHz) of row (test, param) of `program`.
+    pub(super) fn get(
+        &self,
+        program: &str,
+        test: &str,
+        param: &str,
+    ) -> Result<(f64, f64), DataError> {
+        let m = self.row(program, test, param)?;
+        let clock = m.clock.ok_or_else(|| DataError::NoClock {
+            program: program.to_string(),
+            test: test.to_string(),
+            param: param.to_string(),
+            line: m.line,
+        })?;
+        Ok((m.value, clock))
+    }
+
+    /// The value of row (test, param) of `program`, with or without a clock.
+    pub(super) fn value(&self, program: &str, test: &str, param: &str) -> Result<f64, DataError> {
+        Ok(self.row(program, test, param)?.value)
+    }
+
     /// Scales every value of `test` in `program` (for tests of the checking itself).
     pub fn scale(&mut self, program: &str, test: &str, factor: f64) {
-        for ((p, t, _), (v, _)) in self.rows.iter_mut() {
+        for ((p, t, _), m) in self.rows.iter_mut() {
             if p == program && t == test {
-                *v *= factor;
+                m.value *= factor;
             }
         }
     }
@@ -246,10 +279,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(d.get("p", "a", "1").unwrap(), (2.5, 1500.0));
+        // A row without a clock has its value; asking for its clock names it.
         let late = "test,param,value\nb,1,3\n# sm_clock_mhz_at_start=1500\n";
+        d.add("q", late).unwrap();
+        assert_eq!(d.value("q", "b", "1").unwrap(), 3.0);
         assert_eq!(
-            d.add("p", late).unwrap_err().to_string(),
-            "line 2: no SM clock for this row"
+            d.get("q", "b", "1").unwrap_err().to_string(),
+            "q.csv line 2: no SM clock for row b,1"
         );
         let bad = "# x\n\n   # indented\ntest,param,value,sm_clock_mhz\nc,1,x,1000\n";
         assert_eq!(

@@ -158,6 +158,20 @@ pub(super) const GROUPS: &[Group] = &[
         note: "not modeled: ~480 cycles between a CTA's end and the next CTA's start on an SM; \
                the model dispatches in the same cycle",
     },
+    Group {
+        name: "clock",
+        bound: Bound::Relative(0.05),
+        note: "the preset's sustained SM clock at the tensor load of bf16 matmuls (n = 2048, \
+               4096, 8192; random data) against the clock NVML reports under them at the 700 W \
+               power cap",
+    },
+    Group {
+        name: "clock_data",
+        bound: Bound::None,
+        note: "not modeled: power follows the operands' toggling: a matmul of zeros draws 401 W \
+               and holds 1740 MHz at a tensor load of 0.833, where random data run at ~1480; \
+               the model's clock follows the load alone",
+    },
 ];
 
 /// Whether group `name` is judged by exact equality (its errors are differences, not ratios).

@@ -5,10 +5,12 @@
 //! anywhere, without a GPU; `--data DIR` compares a new run of `calibration/run.sh` instead.
 //!
 //! [`data`] reads the measurements, [`groups`] says how each group is judged, [`benchmarks`]
-//! lists the rows (each a [`spec::Spec`]), [`twins`] simulates them, and [`report`] holds the
-//! result and prints its tables.
+//! lists the rows (each a [`spec::Spec`]), [`twins`] simulates them, [`clock`] adds the SM
+//! clock rows (the preset's clock table, no twin), and [`report`] holds the result and prints
+//! its tables.
 
 mod benchmarks;
+mod clock;
 mod data;
 mod groups;
 mod report;
@@ -20,6 +22,7 @@ pub use groups::Bound;
 pub use report::{GroupResult, Row, Validation};
 pub use twins::TwinError;
 
+use crate::gpu::preset::{Preset, PresetError};
 use clap::Args;
 use groups::{is_exact, GROUPS};
 use std::collections::BTreeSet;
@@ -67,6 +70,8 @@ pub enum ValidateError {
     },
     #[error(transparent)]
     Json(#[from] serde_json::Error),
+    #[error(transparent)]
+    Preset(#[from] PresetError),
     /// One line per bounded group over its bound.
     #[error("{} group(s) over their bound: {}", .0.len(), .0.join("; "))]
     OverBound(Vec<String>),
@@ -118,6 +123,7 @@ pub fn validate(gpu: &str, data: &Data, groups: &[String]) -> Result<Validation,
             error,
         });
     }
+    rows.extend(clock::rows(&Preset::builtin(gpu)?, data, groups)?);
     let groups = GROUPS
         .iter()
         .filter_map(|g| GroupResult::of(g, &rows))

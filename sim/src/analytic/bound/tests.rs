@@ -20,7 +20,7 @@ kernel: Kernel(
 }
 
 fn of(k: &Kernel, p: &Preset) -> Bound {
-    bound(k, p, p.clock.loaded_mhz).unwrap_or_else(|e| panic!("{e}"))
+    bound(k, p, p.clock.max_mhz).unwrap_or_else(|e| panic!("{e}"))
 }
 
 const WGMMA_BUFS: &str = r#"smem: [
@@ -126,11 +126,11 @@ fn a_streaming_read_is_bound_by_hbm() {
     assert_eq!(b.total.l2_bytes, bytes);
     assert_eq!(b.total.port_bytes, bytes);
     let m = &p.memory;
-    let per_cycle = m.hbm.bandwidth_gbs * m.hbm.efficiency * 1e9 / (p.clock.loaded_mhz * 1e6);
+    let per_cycle = m.hbm.bandwidth_gbs * m.hbm.efficiency * 1e9 / (p.clock.max_mhz * 1e6);
     assert_eq!(b.binding, "hbm");
     assert_eq!(b.cycles, (bytes as f64 / per_cycle).ceil() as u64);
     // At half the clock a cycle moves twice the bytes.
-    let slow = bound(&k, &p, p.clock.loaded_mhz / 2.0).unwrap();
+    let slow = bound(&k, &p, p.clock.max_mhz / 2.0).unwrap();
     assert!((slow.cycles as f64 - b.cycles as f64 / 2.0).abs() <= 1.0);
 }
 
