@@ -208,6 +208,8 @@ pub enum Pipe {
     Mufu,
     /// The partition's tensor core running mma.sync m16n8k16.
     Mma,
+    /// Warp shuffles.
+    Shfl,
 }
 
 impl Pipe {
@@ -217,6 +219,7 @@ impl Pipe {
             Pipe::Fma => "fma",
             Pipe::Mufu => "mufu",
             Pipe::Mma => "mma",
+            Pipe::Shfl => "shfl",
         }
     }
 }

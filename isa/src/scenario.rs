@@ -274,6 +274,7 @@ pub enum ComputePipe {
     Alu,
     Fma,
     Mufu,
+    Shfl,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -369,6 +370,9 @@ pub enum Instr {
     Fma(Expr),
     /// Special-function (MUFU: ex2, rcp, ...) work: this many instructions per thread.
     Mufu(Expr),
+    /// Warp shuffles (`shfl.sync`: bfly, idx, up, down): this many per thread, independent of
+    /// each other; the next instruction waits for the last one's result.
+    Shfl(Expr),
     /// `count` instructions per thread on `pipe`, like `Alu`/`Fma`/`Mufu`, that read and write
     /// the wgmma accumulator registers `acc` (a softmax rescale of O, an epilogue): the
     /// sanitizer checks no wgmma writing them is still in flight.
@@ -481,6 +485,7 @@ impl Instr {
             Instr::Alu(_) => "alu",
             Instr::Fma(_) => "fma",
             Instr::Mufu(_) => "mufu",
+            Instr::Shfl(_) => "shfl",
             Instr::Compute { .. } => "compute",
             Instr::LdShared { .. } => "ld.shared",
             Instr::StShared { .. } => "st.shared",

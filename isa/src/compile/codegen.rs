@@ -203,11 +203,13 @@ impl Compiler<'_> {
             Instr::Alu(n) => self.compute(Pipe::Alu, n, path)?,
             Instr::Fma(n) => self.compute(Pipe::Fma, n, path)?,
             Instr::Mufu(n) => self.compute(Pipe::Mufu, n, path)?,
+            Instr::Shfl(n) => self.compute(Pipe::Shfl, n, path)?,
             Instr::Compute { pipe, count, acc } => {
                 let pipe = match pipe {
                     ComputePipe::Alu => Pipe::Alu,
                     ComputePipe::Fma => Pipe::Fma,
                     ComputePipe::Mufu => Pipe::Mufu,
+                    ComputePipe::Shfl => Pipe::Shfl,
                 };
                 Inst::Compute {
                     pipe,

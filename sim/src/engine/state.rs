@@ -131,8 +131,8 @@ pub(crate) struct Partition {
     /// Slots whose warp could issue at the last evaluation.
     pub eligible: u32,
     pub last: Option<usize>,
-    /// ALU, FMA, MUFU and the tensor core as used by mma.sync (`crate::sm::pipes`).
-    pub pipes: [Server; 4],
+    /// ALU, FMA, MUFU, the tensor core as used by mma.sync, and shuffles (`crate::sm::pipes`).
+    pub pipes: [Server; 5],
     pub issued: u64,
     /// The issue port is held until this cycle (`tensor.issue_beside_hgmma`), and the
     /// fraction of a cycle owed so far.

@@ -14,6 +14,7 @@ pub struct UnitBusy {
     pub fma: u64,
     pub alu: u64,
     pub mufu: u64,
+    pub shfl: u64,
     /// Partition tensor cores running mma.sync, summed over partitions.
     pub mma: u64,
     /// Cycles with at least one TMA load in flight.
@@ -87,6 +88,7 @@ impl Engine<'_> {
             fma: pipe_busy(1),
             mufu: pipe_busy(2),
             mma: pipe_busy(3),
+            shfl: pipe_busy(4),
             tma: self.sms.iter().map(|sm| sm.tma_busy).sum(),
             tma_fill: self.sms.iter().map(|sm| sm.tma_fill.busy()).sum(),
             l2_port: mem.port_busy_total,

@@ -194,6 +194,7 @@ pub struct Pipes {
     pub fma: Pipe,
     pub alu: Pipe,
     pub mufu: Pipe,
+    pub shfl: Pipe,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -392,6 +393,7 @@ impl Preset {
             ("pipes.fma", &self.pipes.fma),
             ("pipes.alu", &self.pipes.alu),
             ("pipes.mufu", &self.pipes.mufu),
+            ("pipes.shfl", &self.pipes.shfl),
         ] {
             if pipe.lanes == 0 || 32 % pipe.lanes != 0 {
                 return bad(format!("{field}.lanes = {} must divide 32", pipe.lanes));

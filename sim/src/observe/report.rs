@@ -193,6 +193,7 @@ impl Report {
             ("fma", frac(u.fma, parts)),
             ("alu", frac(u.alu, parts)),
             ("mufu", frac(u.mufu, parts)),
+            ("shfl", frac(u.shfl, parts)),
             ("issue", frac(u.issue, parts)),
         ]
         .into_iter()
@@ -434,7 +435,7 @@ impl Report {
         );
         let _ = write!(o, "units busy  ");
         for name in [
-            "tensor", "smem", "tma", "tma_fill", "l2_port", "mufu", "fma", "alu", "issue",
+            "tensor", "smem", "tma", "tma_fill", "l2_port", "mufu", "fma", "alu", "shfl", "issue",
         ] {
             let _ = write!(o, " {name} {:.1}%", 100.0 * self.units[name].busy);
         }

@@ -1,5 +1,6 @@
-//! A partition's math pipes — ALU, FMA, MUFU, and the tensor core as mma.sync uses it — and
-//! the compute instructions that book them (`Compute`: `Alu(n)`, `Fma(n)`, `Mufu(n)`, `Mma(n)`).
+//! A partition's math pipes — ALU, FMA, MUFU, the shuffle path, and the tensor core as mma.sync
+//! uses it — and the compute instructions that book them (`Compute`: `Alu(n)`, `Fma(n)`,
+//! `Mufu(n)`, `Shfl(n)`, `Mma(n)`).
 //!
 //! A compute macro is `n` independent warp-instructions. Each takes one issue slot and books its
 //! pipe for `32 / lanes` cycles (mma.sync: `tensor.mma_cycles`); its result is ready `latency`
@@ -25,6 +26,13 @@ use isa::program::Pipe;
 /// Largest per-thread count of one compute instruction (keeps the count in a u32).
 pub const MAX_MACRO_COUNT: i64 = 1 << 30;
 
+/// How one pipe times a warp-instruction (see `Engine::pipe_timing`).
+struct PipeTiming {
+    cycles: u64,
+    latency: u64,
+    result: State,
+}
+
 /// FLOPs of one mma.sync m16n8k16.
 const MMA_FLOPS: u64 = 2 * 16 * 8 * 16;
 
@@ -35,6 +43,7 @@ pub fn pipe_index(p: Pipe) -> usize {
         Pipe::Fma => 1,
         Pipe::Mufu => 2,
         Pipe::Mma => 3,
+        Pipe::Shfl => 4,
     }
 }
 
@@ -58,6 +67,29 @@ impl Engine<'_> {
             _ if pipe_free > self.now => Outcome::StallUntil(State::MathPipeThrottle, pipe_free),
             _ => Outcome::Ready,
         }))
+    }
+
+    /// The pipe's occupancy per warp-instruction, result latency, and the state a warp waiting
+    /// for the result is in.
+    fn pipe_timing(&self, pipe: Pipe) -> PipeTiming {
+        let p = &self.p;
+        let of = |c: &crate::gpu::preset::Pipe, result: State| PipeTiming {
+            cycles: c.cycles_per_warp_instr(),
+            latency: c.latency,
+            result,
+        };
+        match pipe {
+            Pipe::Alu => of(&p.pipes.alu, State::Wait),
+            Pipe::Fma => of(&p.pipes.fma, State::Wait),
+            Pipe::Mufu => of(&p.pipes.mufu, State::ShortScoreboard),
+            // Shuffles return through the shared-memory crossbar: a short-scoreboard wait.
+            Pipe::Shfl => of(&p.pipes.shfl, State::ShortScoreboard),
+            Pipe::Mma => PipeTiming {
+                cycles: p.tensor.mma_cycles,
+                latency: p.tensor.mma_latency,
+                result: State::Wait,
+            },
+        }
     }
 
     /// Issues one warp-instruction of a compute macro; returns whether the macro is done.
@@ -88,25 +120,12 @@ impl Engine<'_> {
             }
             self.warps[w as usize].progress = n as u32;
         }
-        let p = &self.p;
-        let (cycles, latency, kind) = match pipe {
-            Pipe::Alu => (
-                p.pipes.alu.cycles_per_warp_instr(),
-                p.pipes.alu.latency,
-                State::Wait,
-            ),
-            Pipe::Fma => (
-                p.pipes.fma.cycles_per_warp_instr(),
-                p.pipes.fma.latency,
-                State::Wait,
-            ),
-            Pipe::Mufu => (
-                p.pipes.mufu.cycles_per_warp_instr(),
-                p.pipes.mufu.latency,
-                State::ShortScoreboard,
-            ),
-            Pipe::Mma => (p.tensor.mma_cycles, p.tensor.mma_latency, State::Wait),
-        };
+        let PipeTiming {
+            cycles,
+            latency,
+            result: kind,
+            ..
+        } = self.pipe_timing(pipe);
         if pipe == Pipe::Mma {
             self.mma_flops += MMA_FLOPS;
         }
@@ -114,7 +133,8 @@ impl Engine<'_> {
         let part = &mut self.parts[warp.partition as usize];
         let (start, end) = part.pipes[pipe_index(pipe)].book(self.now, cycles);
         let beside = self.p.tensor.issue_beside_hgmma;
-        if pipe != Pipe::Mma && beside > 0.0 && !self.sms[warp.sm as usize].tensor.is_idle() {
+        let measured_beside = matches!(pipe, Pipe::Alu | Pipe::Fma | Pipe::Mufu);
+        if measured_beside && beside > 0.0 && !self.sms[warp.sm as usize].tensor.is_idle() {
             part.issue_debt += beside;
             let whole = part.issue_debt.floor();
             part.issue_debt -= whole;

@@ -16,7 +16,7 @@ pub struct Demand {
     /// Bytes the SM's requests move through L2.
     pub l2_bytes: u64,
     /// Per partition: cycles of the ALU, FMA, MUFU and mma.sync pipes (`sm::pipes::pipe_index`).
-    pub pipes: Vec<[u64; 4]>,
+    pub pipes: Vec<[u64; 5]>,
     /// Per partition: issue slots.
     pub issue: Vec<u64>,
 }
@@ -24,7 +24,7 @@ pub struct Demand {
 impl Demand {
     pub(super) fn new(partitions: usize) -> Self {
         Demand {
-            pipes: vec![[0; 4]; partitions],
+            pipes: vec![[0; 5]; partitions],
             issue: vec![0; partitions],
             ..Default::default()
         }

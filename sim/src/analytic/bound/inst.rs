@@ -42,6 +42,7 @@ impl Walk<'_> {
                     Pipe::Fma => p.pipes.fma.cycles_per_warp_instr(),
                     Pipe::Mufu => p.pipes.mufu.cycles_per_warp_instr(),
                     Pipe::Mma => p.tensor.mma_cycles,
+                    Pipe::Shfl => p.pipes.shfl.cycles_per_warp_instr(),
                 };
                 d.pipes[part][pipe_index(*pipe)] += n as u64 * cycles;
                 Ok(n as u64)

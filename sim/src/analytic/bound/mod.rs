@@ -8,7 +8,7 @@
 //!   ld/st.shared and cp.async wavefronts, TMA box bytes over the port width), `tma` (TMA issue
 //!   cycles),
 //!   `l2_port` (bytes through the SM's port to L2, `memory.sm_bytes_per_cycle`);
-//! - per partition (the busiest one counts): `issue` (one instruction), `alu`, `fma`, `mufu`,
+//! - per partition (the busiest one counts): `issue` (one instruction), `alu`, `fma`, `mufu`, `shfl`,
 //!   `mma` (pipe cycles per warp-instruction); warp `w` of a CTA runs on partition `w % partitions`;
 //! - GPU-wide: `l2` (all L2 request bytes over `memory.l2.bytes_per_cycle`) and `hbm` (bytes that
 //!   must cross HBM during the kernel over the sustained bandwidth).
@@ -45,9 +45,9 @@ use walk::Walk;
 pub const WALK_BUDGET: u64 = 1 << 28;
 
 /// Unit names in tie-break order: of units with equal time, the first one listed binds.
-pub const UNITS: [&str; 12] = [
-    "tensor", "mma", "smem", "issue", "mufu", "fma", "alu", "tma", "tma_fill", "l2_port", "l2",
-    "hbm",
+pub const UNITS: [&str; 13] = [
+    "tensor", "mma", "smem", "issue", "mufu", "fma", "alu", "shfl", "tma", "tma_fill", "l2_port",
+    "l2", "hbm",
 ];
 
 /// The bound of one kernel.
@@ -129,6 +129,7 @@ pub fn bound_within(
         pipe(pipe_index(Pipe::Mufu)),
         pipe(pipe_index(Pipe::Fma)),
         pipe(pipe_index(Pipe::Alu)),
+        pipe(pipe_index(Pipe::Shfl)),
         busiest(&|d: &Demand| d.tma as f64),
         busiest(&|d: &Demand| d.fill_bytes as f64 / p.tma.fill_bytes_per_cycle),
         busiest(&|d: &Demand| d.port_bytes as f64 / m.sm_bytes_per_cycle),
