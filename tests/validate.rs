@@ -1,5 +1,6 @@
 //! `sim validate` on the stored H200 measurements (calibration/data/): every bounded group of
-//! microbenchmarks must land within its bound on the h200-sxm preset (docs/validation.md).
+//! microbenchmarks must land within its bound on the h200-sxm preset, and the latency groups on
+//! h100-sxm, which shares the die (docs/validation.md).
 
 mod common;
 
@@ -59,6 +60,27 @@ fn every_bounded_group_is_within_its_bound_on_the_h200_preset() {
     for g in v.groups.iter().filter(|g| g.bound == Bound::None) {
         assert!(g.note.starts_with("not modeled:"), "{}: {}", g.name, g.note);
     }
+}
+
+/// The h100-sxm preset has the H200's SM and L2 (same GH100 die) and takes their measured
+/// latencies, so its latency groups pass on the H200's data too.
+#[test]
+fn the_h100_preset_passes_the_latency_groups() {
+    let data = Data::stored().expect("stored calibration data");
+    let groups = ["latency", "wgmma_in_flight", "named_barrier"].map(String::from);
+    let v = validate::validate("h100-sxm", &data, &groups).expect("validation runs");
+    let passed: Vec<(&str, Option<bool>)> =
+        v.groups.iter().map(|g| (g.name.as_str(), g.pass)).collect();
+    assert_eq!(
+        passed,
+        [
+            ("latency", Some(true)),
+            ("wgmma_in_flight", Some(true)),
+            ("named_barrier", Some(true))
+        ],
+        "{}",
+        v.table()
+    );
 }
 
 #[test]
