@@ -112,6 +112,7 @@ runs! {
     error_unknown_gpu: "tests/fixtures/errors/unknown_gpu.ron";
     // Parameters, presets, seeds and trace levels that take other paths through the models.
     fa3_no_pingpong: "scenarios/fa3_pingpong.ron", "--set", "pingpong=false";
+    fa3_no_intra_overlap: "scenarios/fa3_pingpong.ron", "--set", "intra_overlap=false";
     fa3_instructions: "scenarios/fa3_pingpong.ron", "--trace-level", "instructions";
     fa3_h200: "scenarios/fa3_pingpong.ron", "--gpu", "h200-sxm";
     gemm_ws_one_stage: "scenarios/gemm_ws.ron", "--set", "stages=1";
