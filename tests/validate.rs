@@ -10,6 +10,7 @@ use sim::validate::{self, Bound, Data};
 /// other way round) fails too, so that a bound cannot be loosened in one place only.
 const BOUNDS: &[(&str, Bound)] = &[
     ("wgmma", Bound::Relative(0.05)),
+    ("wgmma_rs_floor", Bound::Relative(0.05)),
     ("smem_port", Bound::Relative(0.05)),
     ("pipes", Bound::Relative(0.05)),
     ("smem_banks", Bound::Exact),

@@ -134,6 +134,9 @@ pub struct Tensor {
     pub has_wgmma: bool,
     /// HGMMAs a warpgroup may have issued and not completed; issuing one more waits.
     pub max_hgmma_in_flight: u64,
+    /// The fewest cycles an RS-form HGMMA (A from registers) holds the pipe, whatever its math;
+    /// its results are not later for it.
+    pub rs_min_cycles: u64,
     /// Cycles one mma.sync m16n8k16 holds its partition's tensor core, and its latency.
     pub mma_cycles: u64,
     pub mma_latency: u64,

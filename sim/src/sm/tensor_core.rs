@@ -3,8 +3,9 @@
 //! Cost of one HGMMA: `2·64·N·16 / flops_per_cycle` cycles of math, and its shared-memory operands
 //! (A: 64×16×2 = 2048 B in the SS form, none in the RS form; B: N×16×2 = 32·N B) read through the
 //! shared-memory port it shares with every other user. The pipe is held for the longer of the two,
-//! which gives back-to-back SS wgmma a busy fraction of `min(1, 0.5N / (16 + 0.25N))` on H100.
-//! HGMMAs queue FIFO across the SM's warpgroups.
+//! which gives back-to-back SS wgmma a busy fraction of `min(1, 0.5N / (16 + 0.25N))` on H100,
+//! and an RS HGMMA holds it at least `tensor.rs_min_cycles` (a floor on the pipe's throughput that
+//! does not delay the HGMMA's results). HGMMAs queue FIFO across the SM's warpgroups.
 //!
 //! The wgmma instruction family (`wgmma.fence`, `wgmma.mma_async`, `commit_group`,
 //! `wait_group`) is issued here too: a warpgroup's HGMMA is submitted once all four of its warps
@@ -42,11 +43,41 @@ impl Hgmma {
     pub fn flops(&self) -> u64 {
         2 * 64 * self.n as u64 * 16
     }
+    pub fn math_cycles(&self, flops_per_cycle: u64) -> u64 {
+        self.flops().div_ceil(flops_per_cycle)
+    }
+    /// Cycles it holds the pipe apart from its operand reads: its math, and in the RS form at
+    /// least `rs_min_cycles`.
+    pub fn pipe_cycles(&self, flops_per_cycle: u64, rs_min_cycles: u64) -> u64 {
+        let math = self.math_cycles(flops_per_cycle);
+        if self.a_smem {
+            math
+        } else {
+            math.max(rs_min_cycles)
+        }
+    }
     /// Bytes read from shared memory.
     pub fn smem_bytes(&self) -> u64 {
         let a = if self.a_smem { 64 * 16 * 2 } else { 0 };
         a + self.n as u64 * 16 * 2
     }
+}
+
+/// What the pipe needs to know to time an HGMMA (from `tensor` and `smem` of the preset).
+#[derive(Clone, Copy, Debug)]
+pub struct PipeCosts {
+    pub flops_per_cycle: u64,
+    pub rs_min_cycles: u64,
+    pub port_bytes_per_cycle: u64,
+}
+
+/// An HGMMA the pipe started: when the pipe is free for the next one, and when its math and
+/// operand reads are done (its results follow `tensor.extra_latency` later).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Started {
+    pub hgmma: Hgmma,
+    pub free: u64,
+    pub done: u64,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -68,29 +99,29 @@ impl TensorPipe {
     }
 
     /// Starts the next queued HGMMA at `now` if the pipe is idle; books its operand reads on the
-    /// shared-memory `port` (moving `port_bytes_per_cycle`). Returns the cycle it finishes.
-    pub fn start_next(
-        &mut self,
-        now: u64,
-        flops_per_cycle: u64,
-        port: &mut Server,
-        port_bytes_per_cycle: u64,
-    ) -> Option<u64> {
+    /// shared-memory `port`.
+    pub fn start_next(&mut self, now: u64, cost: PipeCosts, port: &mut Server) -> Option<Started> {
         if self.running.is_some() {
             return None;
         }
         let h = self.queue.pop_front()?;
-        let math = h.flops().div_ceil(flops_per_cycle);
-        let (_, read_end) = port.book(now, h.smem_bytes().div_ceil(port_bytes_per_cycle));
+        let math = h.math_cycles(cost.flops_per_cycle);
+        let (_, read_end) = port.book(now, h.smem_bytes().div_ceil(cost.port_bytes_per_cycle));
         self.running = Some(h);
         self.busy += math;
         self.flops += h.flops();
-        Some((now + math).max(read_end))
+        let done = (now + math).max(read_end);
+        let held = now + h.pipe_cycles(cost.flops_per_cycle, cost.rs_min_cycles);
+        Some(Started {
+            hgmma: h,
+            free: done.max(held),
+            done,
+        })
     }
 
-    /// The running HGMMA finished.
-    pub fn finish(&mut self) -> Option<Hgmma> {
-        self.running.take()
+    /// The running HGMMA left the pipe.
+    pub fn finish(&mut self) {
+        self.running = None;
     }
 
     pub fn busy(&self) -> u64 {
@@ -205,22 +236,22 @@ impl Engine<'_> {
 
     /// Starts the SM's next queued HGMMA if its tensor pipe is idle.
     pub(crate) fn start_tensor(&mut self, sm: u32) {
-        let bpc = self.p.smem.bytes_per_cycle();
+        let cost = PipeCosts {
+            flops_per_cycle: self.p.tensor.flops_per_cycle,
+            rs_min_cycles: self.p.tensor.rs_min_cycles,
+            port_bytes_per_cycle: self.p.smem.bytes_per_cycle(),
+        };
         let unit = &mut self.sms[sm as usize];
-        if let Some(end) =
-            unit.tensor
-                .start_next(self.now, self.p.tensor.flops_per_cycle, &mut unit.port, bpc)
-        {
-            self.book_horizon(end);
-            self.q.push(end, Event::TensorDone(sm));
+        if let Some(s) = unit.tensor.start_next(self.now, cost, &mut unit.port) {
+            self.book_horizon(s.free);
+            self.q.push(s.free, Event::TensorDone(sm));
+            let visible = s.done + self.p.tensor.extra_latency;
+            self.q.push(visible, Event::HgmmaComplete(s.hgmma));
         }
     }
 
     pub(crate) fn on_tensor_done(&mut self, sm: u32) {
-        if let Some(h) = self.sms[sm as usize].tensor.finish() {
-            let t = self.now + self.p.tensor.extra_latency;
-            self.q.push(t, Event::HgmmaComplete(h));
-        }
+        self.sms[sm as usize].tensor.finish();
         self.start_tensor(sm);
     }
 
@@ -251,21 +282,31 @@ impl Engine<'_> {
 mod tests {
     use super::*;
 
+    const COSTS: PipeCosts = PipeCosts {
+        flops_per_cycle: 4096,
+        rs_min_cycles: 13,
+        port_bytes_per_cycle: 128,
+    };
+
+    fn hgmma(n: u32, a_smem: bool) -> Hgmma {
+        Hgmma {
+            warpgroup: 0,
+            n,
+            a_smem,
+            reads: [NO_SLOT; 2],
+        }
+    }
+
     /// Runs `count` back-to-back HGMMAs and returns (end cycle, math busy cycles).
     fn stream(n: u32, a_smem: bool, count: u32) -> (u64, u64) {
         let mut pipe = TensorPipe::default();
         let mut port = Server::default();
         for _ in 0..count {
-            pipe.submit(Hgmma {
-                warpgroup: 0,
-                n,
-                a_smem,
-                reads: [NO_SLOT; 2],
-            });
+            pipe.submit(hgmma(n, a_smem));
         }
         let mut now = 0;
-        while let Some(end) = pipe.start_next(now, 4096, &mut port, 128) {
-            now = end;
+        while let Some(s) = pipe.start_next(now, COSTS, &mut port) {
+            now = s.free;
             pipe.finish();
         }
         (now, pipe.busy())
@@ -291,17 +332,27 @@ mod tests {
     }
 
     #[test]
+    fn narrow_rs_form_holds_the_pipe_for_its_floor() {
+        // N = 8, 16, 24: 4, 8, 12 cycles of math, 13 of pipe; the busy count stays the math.
+        for n in [8u32, 16, 24] {
+            let (end, busy) = stream(n, false, 100);
+            assert_eq!((end, busy), (1300, 100 * n as u64 / 2), "N={n}");
+        }
+        // The floor delays the next HGMMA, not this one's results.
+        let mut pipe = TensorPipe::default();
+        pipe.submit(hgmma(8, false));
+        let s = pipe.start_next(10, COSTS, &mut Server::default());
+        assert_eq!(s.map(|s| (s.free, s.done)), Some((23, 14)));
+    }
+
+    #[test]
     fn operand_reads_wait_for_a_busy_port() {
         let mut pipe = TensorPipe::default();
         let mut port = Server::default();
         port.book(0, 100); // e.g. a TMA write holds the port
-        pipe.submit(Hgmma {
-            warpgroup: 0,
-            n: 256,
-            a_smem: true,
-            reads: [NO_SLOT; 2],
-        });
+        pipe.submit(hgmma(256, true));
         // Reads 80 cycles from 100 to 180; math alone would end at 128.
-        assert_eq!(pipe.start_next(0, 4096, &mut port, 128), Some(180));
+        let s = pipe.start_next(0, COSTS, &mut port);
+        assert_eq!(s.map(|s| (s.free, s.done)), Some((180, 180)));
     }
 }
