@@ -51,6 +51,24 @@ fn rs_wgmma_keeps_the_tensor_pipe_busy() {
 }
 
 #[test]
+fn back_to_back_hgmmas_issue_a_gap_apart_and_resume_before_the_completion() {
+    // The twin of smem_port.cu's inflight_issue (h200-sxm): the run ends a fixed time after the
+    // k-th wgmma's issue, so runs of k and 1 wgmmas differ by the time from the 1st issue to
+    // the k-th.
+    let issued = |n: i64, k: i64| {
+        let pairs = [("test", 2), ("n", n), ("iters", 0), ("issue", 1), ("k", k)];
+        stats("calibration/smem_port", &pairs).cycles
+    };
+    // N/8 - 4 cycles between a warp's HGMMAs.
+    for (n, gap) in [(64, 4), (128, 12), (256, 28)] {
+        assert_eq!(issued(n, 2) - issued(n, 1), gap, "N={n}");
+    }
+    // The 8th waits for room: the 1st HGMMA is done 32 cycles after its issue and leaves the
+    // in-flight count 55 - 27 cycles later.
+    assert_eq!(issued(64, 8) - issued(64, 1), 32 + 55 - 27);
+}
+
+#[test]
 fn gemm_ws_ring_buffer_depth() {
     let deep = report("gemm_ws", &[("stages", 4)]);
     let busy4 = deep.units["tensor"].busy;

@@ -33,6 +33,8 @@ pub(crate) enum Event {
     Release(u32),
     /// The running HGMMA left this SM's tensor pipe.
     TensorDone(u32),
+    /// An HGMMA of this warpgroup no longer counts against its in-flight limit.
+    HgmmaReleased(u32),
     /// An HGMMA's results are visible to `wgmma.wait_group` of its warpgroup.
     HgmmaComplete(Hgmma),
     /// A chunk of a TMA load is back from L2: stream it into shared memory. Booking the SM's
@@ -58,6 +60,7 @@ impl Engine<'_> {
                 self.handle(Event::Wake(w));
             }
             Event::TensorDone(sm) => self.on_tensor_done(sm),
+            Event::HgmmaReleased(wg) => self.on_hgmma_released(wg),
             Event::HgmmaComplete(h) => self.on_hgmma_complete(h),
             Event::TmaChunk(c) => self.on_tma_chunk(c),
             Event::TxComplete { cta, bar, done } => self.on_tx_complete(cta, bar, done),

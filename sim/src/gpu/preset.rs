@@ -132,8 +132,15 @@ pub struct Tensor {
     pub flops_per_cycle: u64,
     pub extra_latency: u64,
     pub has_wgmma: bool,
-    /// HGMMAs a warpgroup may have issued and not completed; issuing one more waits.
+    /// HGMMAs a warpgroup may have issued and not released; issuing one more waits. An HGMMA is
+    /// released `inflight_release_lead` cycles before its results are visible (never before it
+    /// is done).
     pub max_hgmma_in_flight: u64,
+    pub inflight_release_lead: u64,
+    /// A warp's next HGMMA issues `N/2 / issue_acc_regs_per_cycle − issue_overlap_cycles`
+    /// cycles (at least 1) after its last one of width N.
+    pub issue_acc_regs_per_cycle: u64,
+    pub issue_overlap_cycles: u64,
     /// The fewest cycles an RS-form HGMMA (A from registers) holds the pipe, whatever its math;
     /// its results are not later for it.
     pub rs_min_cycles: u64,
@@ -372,6 +379,10 @@ impl Preset {
             (
                 "tensor.max_hgmma_in_flight",
                 self.tensor.max_hgmma_in_flight,
+            ),
+            (
+                "tensor.issue_acc_regs_per_cycle",
+                self.tensor.issue_acc_regs_per_cycle,
             ),
             ("regs.alloc_unit", self.regs.alloc_unit as u64),
         ] {
