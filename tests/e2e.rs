@@ -69,6 +69,49 @@ fn back_to_back_hgmmas_issue_a_gap_apart_and_resume_before_the_completion() {
 }
 
 #[test]
+fn a_test_wait_loop_polls_on_an_interval_and_sees_the_phase_later() {
+    // The twin of core.cu's mbar_pingpong on h200-sxm: cycles and issued warp-instructions per
+    // round trip, from the slope between 64 and 128 round trips.
+    let per_round_trip = |poll: i64| {
+        let run = |iters: i64| {
+            stats(
+                "calibration/barriers",
+                &[("test", 1), ("poll", poll), ("iters", iters)],
+            )
+        };
+        let (a, b) = (run(64), run(128));
+        let issued = |s: &RunStats| s.warps.iter().map(|w| w.issued).sum::<u64>();
+        ((b.cycles - a.cycles) / 64, (issued(&b) - issued(&a)) / 64)
+    };
+    // try_wait: 2 x (mbarrier_latency 103 + 1); 2 arrives and 2 waits.
+    assert_eq!(per_round_trip(0), (208, 4));
+    // test_wait: each hand-off 42 cycles later (half the 84-cycle interval); each warp's
+    // wait of about 290 cycles also issues 4 failing polls.
+    assert_eq!(per_round_trip(1), (292, 12));
+}
+
+#[test]
+fn a_polling_warp_that_nothing_releases_is_a_deadlock() {
+    let text = gemm_ws_text()
+        .replace(
+            "Arrive(bar: \"empty[(kb - min(1, stages - 1)) % stages]\"),",
+            "",
+        )
+        .replace(
+            "Wait(bar: \"empty[kb % stages]\", parity: \"((kb / stages) & 1) ^ 1\"),",
+            "Wait(bar: \"empty[kb % stages]\", parity: \"((kb / stages) & 1) ^ 1\", poll: Test),",
+        );
+    let path = temp_scenario("deadlock_poll.ron", &text);
+    fails_with(
+        &["run", path.to_str().unwrap()],
+        &[
+            "deadlock at cycle",
+            "warp producer0.w0 at role `producer`: program[1] if.then[0] loop(kb).body[0] mbarrier.wait: waits on mbarrier empty[0] (polling with test_wait) for the phase of parity 0",
+        ],
+    );
+}
+
+#[test]
 fn gemm_ws_ring_buffer_depth() {
     let deep = report("gemm_ws", &[("stages", 4)]);
     let busy4 = deep.units["tensor"].busy;

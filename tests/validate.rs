@@ -18,6 +18,7 @@ const BOUNDS: &[(&str, Bound)] = &[
     ("latency", Bound::Relative(0.15)),
     ("wgmma_in_flight", Bound::Relative(0.15)),
     ("named_barrier", Bound::Relative(0.15)),
+    ("mbarrier_poll", Bound::Relative(0.15)),
     ("wgmma_issue", Bound::Relative(0.15)),
 ];
 

@@ -29,6 +29,8 @@ pub(crate) struct TmaDone {
 pub(crate) enum Event {
     /// A timed stall is over, or a blocked warp was released: evaluate it again.
     Wake(u32),
+    /// A polling warp's next `test_wait` is due (`Engine::polls_pending` counts these).
+    Poll(u32),
     /// A named barrier completed: the warp may go on (its `hold` is cleared).
     Release(u32),
     /// The running HGMMA left this SM's tensor pipe.
@@ -54,6 +56,10 @@ impl Engine<'_> {
                     self.parts[p].check |= 1 << warp.slot;
                     self.active[p / 64] |= 1 << (p % 64);
                 }
+            }
+            Event::Poll(w) => {
+                self.polls_pending -= 1;
+                self.handle(Event::Wake(w));
             }
             Event::Release(w) => {
                 self.warps[w as usize].hold = None;

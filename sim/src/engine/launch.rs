@@ -100,6 +100,7 @@ impl Engine<'_> {
                         state_pc: 0,
                         waiting_on: 0,
                         mbar_wait: vec![0; k.mbarriers.len()],
+                        polling: None,
                         wgmma_issue_wait: 0,
                         issued: 0,
                     });

@@ -6,7 +6,7 @@ use crate::engine::server::{Link, Server};
 use crate::gpu::preset::Preset;
 use crate::observe::warp_state::{Accounting, State};
 use crate::sm::async_groups::AsyncGroups;
-use crate::sm::mbarrier::MBarrier;
+use crate::sm::mbarrier::{MBarrier, Polling};
 use crate::sm::named_barrier::NamedBarrier;
 use crate::sm::regfile::RegPool;
 use crate::sm::tensor_core::TensorPipe;
@@ -51,6 +51,8 @@ pub(crate) struct Warp {
     /// each array (the sub-reasons of `mbarrier_wait`).
     pub waiting_on: u16,
     pub mbar_wait: Vec<u64>,
+    /// The `Wait(poll: Test)` loop in progress, if any.
+    pub polling: Option<Polling>,
     /// The part of `wgmma_wait` spent at a `Wgmma`'s issue, in the issue gap or with its
     /// warpgroup's HGMMAs in flight at the limit (the rest waits in `wgmma.wait_group`).
     pub wgmma_issue_wait: u64,

@@ -158,6 +158,9 @@ pub struct Barriers {
     pub named_latency: u64,
     pub named_per_warp: u64,
     pub mbarrier_latency: u64,
+    /// Cycles between a `test_wait` loop's polls; a polling warp sees a completed phase half
+    /// an interval after a `try_wait` loop would wake (the mean wait for its next poll).
+    pub test_wait_interval: u64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -376,6 +379,10 @@ impl Preset {
                 self.memory.hbm.interleave_bytes,
             ),
             ("tensor.mma_cycles", self.tensor.mma_cycles),
+            (
+                "barriers.test_wait_interval",
+                self.barriers.test_wait_interval,
+            ),
             (
                 "tensor.max_hgmma_in_flight",
                 self.tensor.max_hgmma_in_flight,

@@ -457,7 +457,7 @@ pub(super) fn specs() -> Vec<Spec> {
         "core",
         v("mbar_pingpong", "test_wait"),
         "barriers",
-        sets(&[("test", 1)]),
+        sets(&[("test", 1), ("poll", 1)]),
         Metric::per_iteration(64, 0.0),
     );
     add(
