@@ -30,7 +30,7 @@ fn a_slot_refilled_while_wgmma_reads_it() {
         &[
             "hazard at cycle",
             "warp producer0.w0",
-            "TMA load overwrites sA[0] while 8 wgmma instruction(s) still read it (write-after-read",
+            "TMA load overwrites sA[0] while 7 wgmma instruction(s) still read it (write-after-read",
             "in role `producer`: program[1] if.then[0] loop(kb).body[2] tma_load",
         ],
     );

@@ -11,6 +11,7 @@ use sim::validate::{self, Bound, Data};
 /// other way round) fails too, so that a bound cannot be loosened in one place only.
 const BOUNDS: &[(&str, Bound)] = &[
     ("wgmma", Bound::Relative(0.05)),
+    ("wgmma_rs_floor", Bound::Relative(0.05)),
     ("smem_port", Bound::Relative(0.05)),
     ("pipes", Bound::Relative(0.05)),
     ("smem_banks", Bound::Exact),
@@ -20,6 +21,8 @@ const BOUNDS: &[(&str, Bound)] = &[
     ("named_barrier", Bound::Relative(0.15)),
     ("softmax", Bound::Relative(0.10)),
     ("attention", Bound::Relative(0.15)),
+    ("mbarrier_poll", Bound::Relative(0.15)),
+    ("wgmma_issue", Bound::Relative(0.15)),
     ("clock", Bound::Relative(0.05)),
 ];
 

@@ -2,7 +2,7 @@
 //! folded into constants, loops and conditionals turned into counters and jumps.
 
 use crate::expr::{Code, EvalError};
-use crate::scenario::DType;
+use crate::scenario::{DType, Poll};
 use std::collections::BTreeMap;
 
 /// Run-time variable slots every warp has; loop variables follow from [`FIRST_LOOP_SLOT`].
@@ -259,6 +259,7 @@ pub enum Inst {
     Wait {
         bar: BarRef,
         parity: Code,
+        poll: Poll,
     },
     /// One logical wgmma: `ksteps` HGMMA instructions of m64 n`n` k16.
     Wgmma {

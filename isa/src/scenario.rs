@@ -283,6 +283,16 @@ pub enum RegAction {
     Dec,
 }
 
+/// How a `Wait` loop polls its mbarrier.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+pub enum Poll {
+    /// `mbarrier.try_wait`: the thread is suspended until the phase completes.
+    #[default]
+    Try,
+    /// `mbarrier.test_wait`: returns at once; the loop spins, one test per iteration.
+    Test,
+}
+
 /// Where a wgmma's A operand comes from.
 #[derive(Clone, Debug, Deserialize)]
 pub enum AOperand {
@@ -329,10 +339,13 @@ pub enum Instr {
         bar: Ref,
         bytes: Expr,
     },
-    /// mbarrier try_wait.parity loop: passes once the phase with parity `parity` has completed.
+    /// mbarrier wait loop (`try_wait.parity`, or `test_wait.parity` with `poll: Test`): passes
+    /// once the phase with parity `parity` has completed.
     Wait {
         bar: Ref,
         parity: Expr,
+        #[serde(default)]
+        poll: Poll,
     },
     /// Warpgroup MMA m64 nN k16, repeated `ksteps` times (one HGMMA per step), fp32 accumulators.
     Wgmma {

@@ -162,9 +162,10 @@ impl Compiler<'_> {
                 bar: self.bar(bar, path)?,
                 bytes: self.code(bytes, Names::Program, path)?,
             },
-            Instr::Wait { bar, parity } => Inst::Wait {
+            Instr::Wait { bar, parity, poll } => Inst::Wait {
                 bar: self.bar(bar, path)?,
                 parity: self.code(parity, Names::Program, path)?,
+                poll: *poll,
             },
             Instr::Wgmma {
                 n,

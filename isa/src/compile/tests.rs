@@ -1,7 +1,8 @@
 //! The compiler's behaviour on a small two-buffer pipeline and variations of it.
 
 use super::*;
-use crate::program::Op;
+use crate::program::{Inst, Op};
+use crate::scenario::Poll;
 
 fn h100() -> Limits {
     Limits {
@@ -168,4 +169,19 @@ fn lane_only_in_addresses() {
         "WgmmaWait(0), LdShared(buf: \"sA[0]\", addr: \"lane * 4\"),",
     );
     try_compile(&ok, &[]).unwrap();
+}
+
+#[test]
+fn a_wait_polls_with_try_wait_unless_told_test() {
+    let wait_poll = |src: &str| match try_compile(src, &[]).unwrap().roles[0].code[1] {
+        Op::Issue(Inst::Wait { poll, .. }) => poll,
+        ref op => panic!("{op:?}"),
+    };
+    assert_eq!(wait_poll(BASE), Poll::Try);
+    let test = BASE.replace("& 1\"),", "& 1\", poll: Test),");
+    assert_eq!(wait_poll(&test), Poll::Test);
+    // A misspelled loop kind is a parse error at its position.
+    let e = crate::parse("t.ron", &BASE.replace("& 1\"),", "& 1\", poll: Tset),")).unwrap_err();
+    assert!(e.message.contains("Tset"), "{}", e.message);
+    assert_eq!(e.pos.unwrap().0, 16);
 }

@@ -27,8 +27,9 @@ impl Engine<'_> {
                             t if t < 0 => format!("{} tx bytes more than expected", -t),
                             t => format!("{t} tx bytes missing"),
                         };
+                        let how = if w.polling.is_some() { " (polling with test_wait)" } else { "" };
                         format!(
-                            "waits on mbarrier {} for the phase of parity {parity}; it is in phase {} with {} arrivals and {tx}",
+                            "waits on mbarrier {}{how} for the phase of parity {parity}; it is in phase {} with {} arrivals and {tx}",
                             self.names.mbarrier(b as u32),
                             m.phase(),
                             m.pending_arrivals(),

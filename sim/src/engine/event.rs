@@ -29,10 +29,14 @@ pub(crate) struct TmaDone {
 pub(crate) enum Event {
     /// A timed stall is over, or a blocked warp was released: evaluate it again.
     Wake(u32),
+    /// A polling warp's next `test_wait` is due (`Engine::polls_pending` counts these).
+    Poll(u32),
     /// A named barrier completed: the warp may go on (its `hold` is cleared).
     Release(u32),
     /// The running HGMMA left this SM's tensor pipe.
     TensorDone(u32),
+    /// An HGMMA of this warpgroup no longer counts against its in-flight limit.
+    HgmmaReleased(u32),
     /// An HGMMA's results are visible to `wgmma.wait_group` of its warpgroup.
     HgmmaComplete(Hgmma),
     /// A chunk of a TMA load is back from L2: stream it into shared memory. Booking the SM's
@@ -53,11 +57,16 @@ impl Engine<'_> {
                     self.active[p / 64] |= 1 << (p % 64);
                 }
             }
+            Event::Poll(w) => {
+                self.polls_pending -= 1;
+                self.handle(Event::Wake(w));
+            }
             Event::Release(w) => {
                 self.warps[w as usize].hold = None;
                 self.handle(Event::Wake(w));
             }
             Event::TensorDone(sm) => self.on_tensor_done(sm),
+            Event::HgmmaReleased(wg) => self.on_hgmma_released(wg),
             Event::HgmmaComplete(h) => self.on_hgmma_complete(h),
             Event::TmaChunk(c) => self.on_tma_chunk(c),
             Event::TxComplete { cta, bar, done } => self.on_tx_complete(cta, bar, done),

@@ -88,6 +88,7 @@ impl Engine<'_> {
                         reg_ready: 0,
                         reg_kind: State::Wait,
                         hgmma_issued: 0,
+                        hgmma_next: 0,
                         wgmma_groups: VecDeque::new(),
                         stores: AsyncGroups::default(),
                         copies: AsyncGroups::default(),
@@ -99,6 +100,7 @@ impl Engine<'_> {
                         state_pc: 0,
                         waiting_on: 0,
                         mbar_wait: vec![0; k.mbarriers.len()],
+                        polling: None,
                         wgmma_issue_wait: 0,
                         issued: 0,
                     });
@@ -119,9 +121,10 @@ impl Engine<'_> {
                 self.wgs.push(WarpGroup {
                     warps: members,
                     submitted: 0,
-
+                    released: 0,
                     completed: 0,
                     waiters: Vec::new(),
+                    issue_waiters: Vec::new(),
                 });
             }
         }

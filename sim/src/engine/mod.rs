@@ -88,6 +88,8 @@ pub struct Engine<'a> {
     pub(crate) cfg: Config,
     pub(crate) now: u64,
     pub(crate) q: EventQueue<Event>,
+    /// `Poll` events in `q`: when they are all that is left, nothing can complete a phase.
+    pub(crate) polls_pending: usize,
     pub(crate) rng: ChaCha8Rng,
     pub(crate) sms: Vec<Sm>,
     /// All SMs' partitions, SM-major.
@@ -146,6 +148,7 @@ impl<'a> Engine<'a> {
             mem: MemSys::new(p, cfg.clock_mhz),
             now: 0,
             q: EventQueue::default(),
+            polls_pending: 0,
             sms: (0..p.sm.count).map(|_| Sm::new(p)).collect(),
             active: vec![0; nparts.div_ceil(64)],
             parts,
@@ -247,11 +250,16 @@ impl<'a> Engine<'a> {
             }
             if active {
                 self.now += 1;
-            } else if let Some(t) = self.q.peek_cycle() {
+            } else if let Some(t) = self
+                .q
+                .peek_cycle()
+                .filter(|_| self.q.len() > self.polls_pending)
+            {
                 // Events booked during this cycle's ticks take effect at the next cycle at the
                 // earliest, so no partition ticks twice in one cycle.
                 self.now = t.max(self.now + 1);
             } else {
+                // No event, or only the polls of warps that nothing is left to release.
                 break;
             }
             if self.now > self.cfg.max_cycles {

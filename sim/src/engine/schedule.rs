@@ -12,6 +12,7 @@ use crate::sm::async_groups::GroupKind;
 use crate::sm::tensor_core::WgmmaOperands;
 use crate::sm::tma::TmaOperands;
 use isa::program::{Inst, Op};
+use isa::scenario::Poll;
 
 /// What a warp's next instruction can do now.
 #[derive(Clone, Copy, Debug)]
@@ -231,7 +232,16 @@ impl Engine<'_> {
             Inst::Wgmma { .. } => self.wgmma_outcome(w, at),
             Inst::WgmmaFence => at.inputs_or_ready(),
             Inst::WgmmaWait { n } => self.wgmma_wait_outcome(w, n)?,
-            Inst::Wait { bar, parity } => self.mbarrier_wait_outcome(w, bar, parity)?,
+            Inst::Wait {
+                bar,
+                parity,
+                poll: Poll::Try,
+            } => self.mbarrier_wait_outcome(w, bar, parity)?,
+            Inst::Wait {
+                bar,
+                parity,
+                poll: Poll::Test,
+            } => self.mbarrier_poll_outcome(w, bar, parity)?,
             Inst::TmaLoad { .. } | Inst::TmaStore { .. } => self.tma_outcome(w),
             Inst::TmaStoreWait { n } => self.group_wait_outcome(w, GroupKind::TmaStores, n)?,
             Inst::CpAsyncWait { n } => self.group_wait_outcome(w, GroupKind::CpAsync, n)?,
@@ -280,6 +290,11 @@ impl Engine<'_> {
                     acc: *acc,
                 },
             )?,
+            Inst::Wait {
+                bar,
+                parity,
+                poll: Poll::Test,
+            } => self.issue_poll(w, bar, parity)?,
             Inst::WgmmaFence | Inst::WgmmaWait { .. } | Inst::Wait { .. } => true,
             Inst::TmaStoreWait { .. } | Inst::CpAsyncWait { .. } => true,
             Inst::WgmmaCommit => {

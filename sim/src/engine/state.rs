@@ -6,7 +6,7 @@ use crate::engine::server::{Link, Server};
 use crate::gpu::preset::Preset;
 use crate::observe::warp_state::{Accounting, State};
 use crate::sm::async_groups::AsyncGroups;
-use crate::sm::mbarrier::MBarrier;
+use crate::sm::mbarrier::{MBarrier, Polling};
 use crate::sm::named_barrier::NamedBarrier;
 use crate::sm::regfile::RegPool;
 use crate::sm::tensor_core::TensorPipe;
@@ -31,8 +31,10 @@ pub(crate) struct Warp {
     /// stall state while waiting for them.
     pub reg_ready: u64,
     pub reg_kind: State,
-    /// HGMMAs this warp has issued.
+    /// HGMMAs this warp has issued, and the cycle its next one may issue (the gap after the
+    /// last one, `tensor_core::issue_gap`).
     pub hgmma_issued: u64,
+    pub hgmma_next: u64,
     /// Committed wgmma groups not yet known complete: HGMMA count that closes each.
     pub wgmma_groups: VecDeque<u64>,
     /// TMA stores' bulk async-groups and cp.async groups.
@@ -49,8 +51,10 @@ pub(crate) struct Warp {
     /// each array (the sub-reasons of `mbarrier_wait`).
     pub waiting_on: u16,
     pub mbar_wait: Vec<u64>,
-    /// The part of `wgmma_wait` spent at a `Wgmma`'s issue, its warpgroup's HGMMAs in flight at
-    /// the limit (the rest waits in `wgmma.wait_group`).
+    /// The `Wait(poll: Test)` loop in progress, if any.
+    pub polling: Option<Polling>,
+    /// The part of `wgmma_wait` spent at a `Wgmma`'s issue, in the issue gap or with its
+    /// warpgroup's HGMMAs in flight at the limit (the rest waits in `wgmma.wait_group`).
     pub wgmma_issue_wait: u64,
     /// Set at issue by a blocking instruction (bar.sync) and cleared by whoever releases it;
     /// `hold_pc` is that instruction.
@@ -72,11 +76,16 @@ impl Warp {
 
 pub(crate) struct WarpGroup {
     pub warps: [u32; WARPS_PER_WARPGROUP as usize],
-    /// HGMMAs submitted to the tensor pipe and completed.
+    /// HGMMAs submitted to the tensor pipe, out of its in-flight count (released), and
+    /// completed (their results visible).
     pub submitted: u64,
+    pub released: u64,
     pub completed: u64,
     /// Warps blocked in wait_group and the completed-HGMMA count each needs.
     pub waiters: Vec<(u32, u64)>,
+    /// Warps blocked at a `Wgmma`'s issue (HGMMAs in flight at the limit) and the released
+    /// count each needs.
+    pub issue_waiters: Vec<(u32, u64)>,
 }
 
 pub(crate) struct Cta {

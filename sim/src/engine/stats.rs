@@ -34,7 +34,7 @@ pub struct WarpResult {
     pub sm: u32,
     /// `mbarrier_wait` cycles by mbarrier array, in declaration order.
     pub mbarrier_waits: Vec<u64>,
-    /// `wgmma_wait` cycles at a `Wgmma`'s issue (HGMMAs in flight at the limit).
+    /// `wgmma_wait` cycles at a `Wgmma`'s issue (the issue gap, or HGMMAs in flight at the limit).
     pub wgmma_issue_waits: u64,
     pub role: String,
     /// `consumer1.w2`: role, warpgroup index in the role, warp index in the warpgroup.
@@ -45,8 +45,9 @@ pub struct WarpResult {
 }
 
 impl WarpResult {
-    /// `wgmma_wait` cycles by where they were spent: at a `Wgmma`'s issue (`issue`: its
-    /// warpgroup's HGMMAs in flight at the limit) and in `wgmma.wait_group` (`wait_group`).
+    /// `wgmma_wait` cycles by where they were spent: at a `Wgmma`'s issue (`issue`: the issue
+    /// gap, or its warpgroup's HGMMAs in flight at the limit) and in `wgmma.wait_group`
+    /// (`wait_group`).
     pub fn wgmma_waits(&self) -> [(&'static str, u64); 2] {
         let total = self.cycles[State::WgmmaWait as usize];
         [

@@ -204,8 +204,18 @@ pub struct Tensor {
     pub flops_per_cycle: u64,
     pub extra_latency: u64,
     pub has_wgmma: bool,
-    /// HGMMAs a warpgroup may have issued and not completed; issuing one more waits.
+    /// HGMMAs a warpgroup may have issued and not released; issuing one more waits. An HGMMA is
+    /// released `inflight_release_lead` cycles before its results are visible (never before it
+    /// is done).
     pub max_hgmma_in_flight: u64,
+    pub inflight_release_lead: u64,
+    /// A warp's next HGMMA issues `N/2 / issue_acc_regs_per_cycle − issue_overlap_cycles`
+    /// cycles (at least 1) after its last one of width N.
+    pub issue_acc_regs_per_cycle: u64,
+    pub issue_overlap_cycles: u64,
+    /// The fewest cycles an RS-form HGMMA (A from registers) holds the pipe, whatever its math;
+    /// its results are not later for it.
+    pub rs_min_cycles: u64,
     /// Cycles one mma.sync m16n8k16 holds its partition's tensor core, and its latency.
     pub mma_cycles: u64,
     pub mma_latency: u64,
@@ -225,6 +235,9 @@ pub struct Barriers {
     pub named_latency: u64,
     pub named_per_warp: u64,
     pub mbarrier_latency: u64,
+    /// Cycles between a `test_wait` loop's polls; a polling warp sees a completed phase half
+    /// an interval after a `try_wait` loop would wake (the mean wait for its next poll).
+    pub test_wait_interval: u64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -445,8 +458,16 @@ impl Preset {
             ),
             ("tensor.mma_cycles", self.tensor.mma_cycles),
             (
+                "barriers.test_wait_interval",
+                self.barriers.test_wait_interval,
+            ),
+            (
                 "tensor.max_hgmma_in_flight",
                 self.tensor.max_hgmma_in_flight,
+            ),
+            (
+                "tensor.issue_acc_regs_per_cycle",
+                self.tensor.issue_acc_regs_per_cycle,
             ),
             ("regs.alloc_unit", self.regs.alloc_unit as u64),
         ] {

@@ -117,8 +117,8 @@ pub struct Role {
     pub ncu: BTreeMap<String, u64>,
     /// `mbarrier_wait` warp-cycles by the mbarrier waited on (its sub-reasons).
     pub mbarrier_waits: BTreeMap<String, u64>,
-    /// `wgmma_wait` warp-cycles by where they were spent: `issue` (HGMMAs in flight at the
-    /// limit) and `wait_group`.
+    /// `wgmma_wait` warp-cycles by where they were spent: `issue` (the issue gap, or HGMMAs in
+    /// flight at the limit) and `wait_group`.
     pub wgmma_waits: BTreeMap<String, u64>,
 }
 

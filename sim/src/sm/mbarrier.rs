@@ -6,9 +6,13 @@
 //!
 //! The mbarrier instructions (`arrive`, `arrive.expect_tx`, `expect_tx`, `try_wait.parity`) are
 //! issued here: a wait that does not pass registers the warp as a waiter, and a phase completion
-//! wakes every waiter whose parity now passes `barriers.mbarrier_latency` cycles later.
+//! wakes every waiter whose parity now passes `barriers.mbarrier_latency` cycles later. A
+//! `test_wait.parity` loop (`Wait(poll: Test)`) takes an issue slot every
+//! `barriers.test_wait_interval` cycles while it polls, and sees a completed phase half an
+//! interval after a `try_wait` loop would wake: the mean wait for its next poll.
 
 use crate::engine::error::Fault;
+use crate::engine::event::Event;
 use crate::engine::hooks::Hook;
 use crate::engine::schedule::Outcome;
 use crate::engine::Engine;
@@ -100,6 +104,44 @@ impl MBarrier {
     }
 }
 
+/// A warp's `test_wait` loop in progress: when its next poll is due, and, once the phase it
+/// waits for has completed, the cycle its polls first see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Polling {
+    pub next: u64,
+    pub sees_at: Option<u64>,
+}
+
+/// What a `test_wait` loop does at a cycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PollStep {
+    /// The poll sees the completed phase: the loop ends.
+    Passes,
+    /// A poll that fails is due: it takes the issue slot.
+    Polls,
+    /// Between polls.
+    Waits,
+}
+
+/// The loop's step at `now`, with the phase it waits for `complete` or not. A loop that has
+/// not polled yet sees a phase completed before it at its first poll.
+pub fn poll_step(polling: Option<Polling>, complete: bool, now: u64) -> PollStep {
+    let seen = polling.and_then(|p| p.sees_at).is_none_or(|t| t <= now);
+    if complete && seen {
+        PollStep::Passes
+    } else if polling.is_none_or(|p| p.next <= now) {
+        PollStep::Polls
+    } else {
+        PollStep::Waits
+    }
+}
+
+/// When a polling warp sees a phase completed at `completed`: a `try_wait` loop's wake,
+/// `latency` later, plus the mean wait for its next poll.
+pub fn poll_sees_at(completed: u64, latency: u64, interval: u64) -> u64 {
+    completed + latency + interval / 2
+}
+
 impl Engine<'_> {
     /// `mbarrier.try_wait.parity`: ready when the phase of that parity has completed; otherwise
     /// the warp waits on the barrier.
@@ -121,6 +163,68 @@ impl Engine<'_> {
         }
         self.warps[w as usize].waiting_on = bar.array;
         Ok(Outcome::Blocked(State::MbarrierWait))
+    }
+
+    /// A `test_wait.parity` loop: ready to issue when its poll sees the phase or when a poll
+    /// is due (a failing poll takes the issue slot too); between polls the warp waits.
+    pub(crate) fn mbarrier_poll_outcome(
+        &mut self,
+        w: u32,
+        bar: &BarRef,
+        parity: &Code,
+    ) -> Result<Outcome, Fault> {
+        Ok(match self.poll(w, bar, parity)? {
+            PollStep::Passes | PollStep::Polls => Outcome::Ready,
+            PollStep::Waits => Outcome::Blocked(State::MbarrierWait),
+        })
+    }
+
+    /// Issues one poll of a `test_wait` loop; returns whether it passed (the loop is over).
+    pub(crate) fn issue_poll(
+        &mut self,
+        w: u32,
+        bar: &BarRef,
+        parity: &Code,
+    ) -> Result<bool, Fault> {
+        if self.poll(w, bar, parity)? == PollStep::Passes {
+            self.warps[w as usize].polling = None;
+            return Ok(true);
+        }
+        let next = self.now + self.p.barriers.test_wait_interval;
+        if let Some(p) = &mut self.warps[w as usize].polling {
+            p.next = next;
+        }
+        self.polls_pending += 1;
+        self.q.push(next, Event::Poll(w));
+        Ok(false)
+    }
+
+    /// The loop's step now. A loop whose phase has not completed (re)joins the barrier's
+    /// waiters, so that the completion tells it when its polls see the phase.
+    fn poll(&mut self, w: u32, bar: &BarRef, parity: &Code) -> Result<PollStep, Fault> {
+        let b = self.bar_index(w, bar)?;
+        let parity = self.eval(w, parity)? as u32;
+        let warp = &mut self.warps[w as usize];
+        let cta = &mut self.ctas[warp.cta as usize];
+        let complete = cta.mbars[b as usize].passes(parity);
+        let step = poll_step(warp.polling, complete, self.now);
+        if step == PollStep::Passes {
+            return Ok(step);
+        }
+        let polling = warp.polling.get_or_insert(Polling {
+            next: self.now,
+            sees_at: None,
+        });
+        if !complete {
+            // A phase seen to complete may have completed again since (its parity is back).
+            polling.sees_at = None;
+            let list = &mut cta.mbar_waiters[b as usize];
+            if !list.contains(&(w, parity)) {
+                list.push((w, parity));
+            }
+        }
+        warp.waiting_on = bar.array;
+        Ok(step)
     }
 
     pub(crate) fn issue_arrive(&mut self, w: u32, bar: &BarRef, count: u32) -> Result<(), Fault> {
@@ -191,10 +295,13 @@ impl Engine<'_> {
         })
     }
 
-    /// The barrier's phase completed: wake every waiter whose parity now passes.
+    /// The barrier's phase completed: wake every waiter whose parity now passes, a polling one
+    /// when its polls see the phase.
     fn phase_completed(&mut self, cta: u32, bar: u32) {
         self.record(Hook::PhaseCompleted { cta, bar });
-        let t = self.now + self.p.barriers.mbarrier_latency;
+        let b = &self.p.barriers;
+        let t = self.now + b.mbarrier_latency;
+        let seen = poll_sees_at(self.now, b.mbarrier_latency, b.test_wait_interval);
         let c = &mut self.ctas[cta as usize];
         let m = &c.mbars[bar as usize];
         let mut released = Vec::new();
@@ -206,7 +313,13 @@ impl Engine<'_> {
             !ok
         });
         for w in released {
-            self.wake_at(w, t);
+            match &mut self.warps[w as usize].polling {
+                Some(p) => {
+                    p.sees_at = Some(seen);
+                    self.wake_at(w, seen);
+                }
+                None => self.wake_at(w, t),
+            }
         }
     }
 }
@@ -266,6 +379,29 @@ mod tests {
         b.arrive(1).unwrap();
         assert!(b.passes(1));
         assert!(!b.passes(0)); // phase 2 has parity 0 and is pending
+    }
+
+    #[test]
+    fn a_polling_loop_passes_at_its_first_poll_or_when_its_polls_see_the_phase() {
+        // A phase completed before the loop: its first poll passes.
+        assert_eq!(poll_step(None, true, 5), PollStep::Passes);
+        // Not complete: the first poll fails, the next is due at `next`.
+        assert_eq!(poll_step(None, false, 5), PollStep::Polls);
+        let waiting = Polling {
+            next: 89,
+            sees_at: None,
+        };
+        assert_eq!(poll_step(Some(waiting), false, 50), PollStep::Waits);
+        assert_eq!(poll_step(Some(waiting), false, 89), PollStep::Polls);
+        // h200-sxm: completed at 1000, a try_wait loop wakes at 1103, a poll sees it at 1145.
+        let seen = poll_sees_at(1000, 103, 84);
+        assert_eq!(seen, 1145);
+        let told = Polling {
+            next: 1173,
+            sees_at: Some(seen),
+        };
+        assert_eq!(poll_step(Some(told), true, 1144), PollStep::Waits);
+        assert_eq!(poll_step(Some(told), true, 1145), PollStep::Passes);
     }
 
     #[test]

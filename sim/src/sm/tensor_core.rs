@@ -3,13 +3,16 @@
 //! Cost of one HGMMA: `2·64·N·16 / flops_per_cycle` cycles of math, and its shared-memory operands
 //! (A: 64×16×2 = 2048 B in the SS form, none in the RS form; B: N×16×2 = 32·N B) read through the
 //! shared-memory port it shares with every other user. The pipe is held for the longer of the two,
-//! which gives back-to-back SS wgmma a busy fraction of `min(1, 0.5N / (16 + 0.25N))` on H100.
-//! HGMMAs queue FIFO across the SM's warpgroups.
+//! which gives back-to-back SS wgmma a busy fraction of `min(1, 0.5N / (16 + 0.25N))` on H100,
+//! and an RS HGMMA holds it at least `tensor.rs_min_cycles` (a floor on the pipe's throughput that
+//! does not delay the HGMMA's results). HGMMAs queue FIFO across the SM's warpgroups.
 //!
 //! The wgmma instruction family (`wgmma.fence`, `wgmma.mma_async`, `commit_group`,
 //! `wait_group`) is issued here too: a warpgroup's HGMMA is submitted once all four of its warps
 //! have issued it, and `wait_group(n)` blocks until all but the `n` newest committed groups of the
-//! warp have completed.
+//! warp have completed. A warp's HGMMAs issue no closer than [`issue_gap`], and no more than
+//! `tensor.max_hgmma_in_flight` of its warpgroup's are issued and not yet released (an HGMMA is
+//! released `tensor.inflight_release_lead` cycles before its results are visible).
 
 use crate::engine::error::Fault;
 use crate::engine::event::Event;
@@ -42,11 +45,41 @@ impl Hgmma {
     pub fn flops(&self) -> u64 {
         2 * 64 * self.n as u64 * 16
     }
+    pub fn math_cycles(&self, flops_per_cycle: u64) -> u64 {
+        self.flops().div_ceil(flops_per_cycle)
+    }
+    /// Cycles it holds the pipe apart from its operand reads: its math, and in the RS form at
+    /// least `rs_min_cycles`.
+    pub fn pipe_cycles(&self, flops_per_cycle: u64, rs_min_cycles: u64) -> u64 {
+        let math = self.math_cycles(flops_per_cycle);
+        if self.a_smem {
+            math
+        } else {
+            math.max(rs_min_cycles)
+        }
+    }
     /// Bytes read from shared memory.
     pub fn smem_bytes(&self) -> u64 {
         let a = if self.a_smem { 64 * 16 * 2 } else { 0 };
         a + self.n as u64 * 16 * 2
     }
+}
+
+/// What the pipe needs to know to time an HGMMA (from `tensor` and `smem` of the preset).
+#[derive(Clone, Copy, Debug)]
+pub struct PipeCosts {
+    pub flops_per_cycle: u64,
+    pub rs_min_cycles: u64,
+    pub port_bytes_per_cycle: u64,
+}
+
+/// An HGMMA the pipe started: when the pipe is free for the next one, and when its math and
+/// operand reads are done (its results follow `tensor.extra_latency` later).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Started {
+    pub hgmma: Hgmma,
+    pub free: u64,
+    pub done: u64,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -68,29 +101,29 @@ impl TensorPipe {
     }
 
     /// Starts the next queued HGMMA at `now` if the pipe is idle; books its operand reads on the
-    /// shared-memory `port` (moving `port_bytes_per_cycle`). Returns the cycle it finishes.
-    pub fn start_next(
-        &mut self,
-        now: u64,
-        flops_per_cycle: u64,
-        port: &mut Server,
-        port_bytes_per_cycle: u64,
-    ) -> Option<u64> {
+    /// shared-memory `port`.
+    pub fn start_next(&mut self, now: u64, cost: PipeCosts, port: &mut Server) -> Option<Started> {
         if self.running.is_some() {
             return None;
         }
         let h = self.queue.pop_front()?;
-        let math = h.flops().div_ceil(flops_per_cycle);
-        let (_, read_end) = port.book(now, h.smem_bytes().div_ceil(port_bytes_per_cycle));
+        let math = h.math_cycles(cost.flops_per_cycle);
+        let (_, read_end) = port.book(now, h.smem_bytes().div_ceil(cost.port_bytes_per_cycle));
         self.running = Some(h);
         self.busy += math;
         self.flops += h.flops();
-        Some((now + math).max(read_end))
+        let done = (now + math).max(read_end);
+        let held = now + h.pipe_cycles(cost.flops_per_cycle, cost.rs_min_cycles);
+        Some(Started {
+            hgmma: h,
+            free: done.max(held),
+            done,
+        })
     }
 
-    /// The running HGMMA finished.
-    pub fn finish(&mut self) -> Option<Hgmma> {
-        self.running.take()
+    /// The running HGMMA left the pipe.
+    pub fn finish(&mut self) {
+        self.running = None;
     }
 
     pub fn busy(&self) -> u64 {
@@ -99,6 +132,15 @@ impl TensorPipe {
     pub fn flops(&self) -> u64 {
         self.flops
     }
+}
+
+/// Cycles from a warp's HGMMA of width `n` to its next one: the next waits while this one's
+/// `n/2` accumulator registers per thread are handed over, `regs_per_cycle` per cycle, the
+/// last `overlap` cycles of it overlapping the next issue; at least the one issue slot.
+pub fn issue_gap(n: u32, regs_per_cycle: u64, overlap: u64) -> u64 {
+    (n as u64 / 2 / regs_per_cycle)
+        .saturating_sub(overlap)
+        .max(1)
 }
 
 /// The operands of one wgmma as the engine resolved them.
@@ -111,22 +153,26 @@ pub(crate) struct WgmmaOperands<'k> {
 }
 
 impl Engine<'_> {
-    /// A wgmma waits for its inputs when it starts, and before each HGMMA for room while its
-    /// warpgroup already has `tensor.max_hgmma_in_flight` HGMMAs issued and not completed (the
-    /// H200's issuing thread blocks there); the completion that makes room wakes it.
+    /// A wgmma waits for its inputs when it starts; before each HGMMA for the gap after the
+    /// warp's last one, then for room while its warpgroup already has
+    /// `tensor.max_hgmma_in_flight` HGMMAs issued and not released (the H200's issuing thread
+    /// blocks there); the release that makes room wakes it.
     pub(crate) fn wgmma_outcome(&mut self, w: u32, at: Pending) -> Outcome {
         if let (Some(stall), true) = (at.scoreboard, at.starting) {
             return stall;
         }
         let warp = &self.warps[w as usize];
+        if warp.hgmma_next > self.now {
+            return Outcome::StallUntil(State::WgmmaWait, warp.hgmma_next);
+        }
         let limit = self.p.tensor.max_hgmma_in_flight;
         let wg = &mut self.wgs[warp.wg as usize];
-        if warp.hgmma_issued < wg.completed + limit {
+        if warp.hgmma_issued < wg.released + limit {
             return Outcome::Ready;
         }
         let target = warp.hgmma_issued + 1 - limit;
-        if !wg.waiters.contains(&(w, target)) {
-            wg.waiters.push((w, target));
+        if !wg.issue_waiters.contains(&(w, target)) {
+            wg.issue_waiters.push((w, target));
         }
         Outcome::Blocked(State::WgmmaWait)
     }
@@ -166,6 +212,8 @@ impl Engine<'_> {
             reads,
             acc: op.acc,
         })?;
+        let t = &self.p.tensor;
+        let gap = issue_gap(op.n, t.issue_acc_regs_per_cycle, t.issue_overlap_cycles);
         let warp = &mut self.warps[w as usize];
         if warp.progress == 0 {
             warp.progress = op.ksteps;
@@ -173,6 +221,7 @@ impl Engine<'_> {
         warp.progress -= 1;
         let last = warp.progress == 0;
         warp.hgmma_issued += 1;
+        warp.hgmma_next = self.now + gap;
         let (wg, sm) = (warp.wg as usize, warp.sm);
         let ready = self.wgs[wg]
             .warps
@@ -205,23 +254,37 @@ impl Engine<'_> {
 
     /// Starts the SM's next queued HGMMA if its tensor pipe is idle.
     pub(crate) fn start_tensor(&mut self, sm: u32) {
-        let bpc = self.p.smem.bytes_per_cycle();
+        let cost = PipeCosts {
+            flops_per_cycle: self.p.tensor.flops_per_cycle,
+            rs_min_cycles: self.p.tensor.rs_min_cycles,
+            port_bytes_per_cycle: self.p.smem.bytes_per_cycle(),
+        };
         let unit = &mut self.sms[sm as usize];
-        if let Some(end) =
-            unit.tensor
-                .start_next(self.now, self.p.tensor.flops_per_cycle, &mut unit.port, bpc)
-        {
-            self.book_horizon(end);
-            self.q.push(end, Event::TensorDone(sm));
+        if let Some(s) = unit.tensor.start_next(self.now, cost, &mut unit.port) {
+            self.book_horizon(s.free);
+            self.q.push(s.free, Event::TensorDone(sm));
+            let t = &self.p.tensor;
+            let visible = s.done + t.extra_latency;
+            let released = visible - t.inflight_release_lead.min(t.extra_latency);
+            self.q
+                .push(released, Event::HgmmaReleased(s.hgmma.warpgroup));
+            self.q.push(visible, Event::HgmmaComplete(s.hgmma));
         }
     }
 
     pub(crate) fn on_tensor_done(&mut self, sm: u32) {
-        if let Some(h) = self.sms[sm as usize].tensor.finish() {
-            let t = self.now + self.p.tensor.extra_latency;
-            self.q.push(t, Event::HgmmaComplete(h));
-        }
+        self.sms[sm as usize].tensor.finish();
         self.start_tensor(sm);
+    }
+
+    /// An HGMMA left the warpgroup's in-flight count: wake the warps whose issue it makes room
+    /// for.
+    pub(crate) fn on_hgmma_released(&mut self, warpgroup: u32) {
+        let g = &mut self.wgs[warpgroup as usize];
+        g.released += 1;
+        for w in reached(&mut g.issue_waiters, g.released) {
+            self.wake_at(w, self.now);
+        }
     }
 
     /// An HGMMA's results are visible: wake the warpgroup's warps whose wait_group it ends.
@@ -232,40 +295,54 @@ impl Engine<'_> {
         });
         let g = &mut self.wgs[h.warpgroup as usize];
         g.completed += 1;
-        let done = g.completed;
-        let mut released = Vec::new();
-        g.waiters.retain(|&(w, target)| {
-            let ok = done >= target;
-            if ok {
-                released.push(w);
-            }
-            !ok
-        });
-        for w in released {
+        for w in reached(&mut g.waiters, g.completed) {
             self.wake_at(w, self.now);
         }
     }
+}
+
+/// Takes out of `waiters` (warp, target count) those that `count` reaches.
+fn reached(waiters: &mut Vec<(u32, u64)>, count: u64) -> Vec<u32> {
+    let mut out = Vec::new();
+    waiters.retain(|&(w, target)| {
+        let ok = count >= target;
+        if ok {
+            out.push(w);
+        }
+        !ok
+    });
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const COSTS: PipeCosts = PipeCosts {
+        flops_per_cycle: 4096,
+        rs_min_cycles: 13,
+        port_bytes_per_cycle: 128,
+    };
+
+    fn hgmma(n: u32, a_smem: bool) -> Hgmma {
+        Hgmma {
+            warpgroup: 0,
+            n,
+            a_smem,
+            reads: [NO_SLOT; 2],
+        }
+    }
+
     /// Runs `count` back-to-back HGMMAs and returns (end cycle, math busy cycles).
     fn stream(n: u32, a_smem: bool, count: u32) -> (u64, u64) {
         let mut pipe = TensorPipe::default();
         let mut port = Server::default();
         for _ in 0..count {
-            pipe.submit(Hgmma {
-                warpgroup: 0,
-                n,
-                a_smem,
-                reads: [NO_SLOT; 2],
-            });
+            pipe.submit(hgmma(n, a_smem));
         }
         let mut now = 0;
-        while let Some(end) = pipe.start_next(now, 4096, &mut port, 128) {
-            now = end;
+        while let Some(s) = pipe.start_next(now, COSTS, &mut port) {
+            now = s.free;
             pipe.finish();
         }
         (now, pipe.busy())
@@ -291,17 +368,38 @@ mod tests {
     }
 
     #[test]
+    fn narrow_rs_form_holds_the_pipe_for_its_floor() {
+        // N = 8, 16, 24: 4, 8, 12 cycles of math, 13 of pipe; the busy count stays the math.
+        for n in [8u32, 16, 24] {
+            let (end, busy) = stream(n, false, 100);
+            assert_eq!((end, busy), (1300, 100 * n as u64 / 2), "N={n}");
+        }
+        // The floor delays the next HGMMA, not this one's results.
+        let mut pipe = TensorPipe::default();
+        pipe.submit(hgmma(8, false));
+        let s = pipe.start_next(10, COSTS, &mut Server::default());
+        assert_eq!(s.map(|s| (s.free, s.done)), Some((23, 14)));
+    }
+
+    #[test]
+    fn the_issue_gap_grows_with_the_accumulators() {
+        // h200-sxm's 4 registers per cycle less 4 cycles: the measured 4, 12, 28 at N = 64,
+        // 128, 256, and the issue slot alone at N <= 32.
+        let gaps: Vec<u64> = [8, 32, 48, 64, 128, 256]
+            .iter()
+            .map(|&n| issue_gap(n, 4, 4))
+            .collect();
+        assert_eq!(gaps, [1, 1, 2, 4, 12, 28]);
+    }
+
+    #[test]
     fn operand_reads_wait_for_a_busy_port() {
         let mut pipe = TensorPipe::default();
         let mut port = Server::default();
         port.book(0, 100); // e.g. a TMA write holds the port
-        pipe.submit(Hgmma {
-            warpgroup: 0,
-            n: 256,
-            a_smem: true,
-            reads: [NO_SLOT; 2],
-        });
+        pipe.submit(hgmma(256, true));
         // Reads 80 cycles from 100 to 180; math alone would end at 128.
-        assert_eq!(pipe.start_next(0, 4096, &mut port, 128), Some(180));
+        let s = pipe.start_next(0, COSTS, &mut port);
+        assert_eq!(s.map(|s| (s.free, s.done)), Some((180, 180)));
     }
 }

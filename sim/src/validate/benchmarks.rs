@@ -359,31 +359,43 @@ pub(super) fn specs() -> Vec<Spec> {
         }
     }
     // wgmma in flight (smem_port.cu): one warpgroup, k back-to-back wgmmas, commit, wait_group
-    // 0; until the wait returns (slope between 8 and 16 batches), and until the k-th issue
-    // returns (the run with k wgmmas before a fixed FFMA tail less the run with none).
+    // 0; until the wait returns (slope between 8 and 16 batches), and from the 1st issue to
+    // the k-th: the chip's time to the k-th issue less its time to the 1st (both include the
+    // fence and the clock reads), the run with k wgmmas before a fixed FFMA tail less the run
+    // with 1.
     for n in [64i64, 128, 256] {
         let (done, issue) = match n {
             64 => ("inflight_done_n64", "inflight_issue_n64"),
             128 => ("inflight_done_n128", "inflight_issue_n128"),
             _ => ("inflight_done_n256", "inflight_issue_n256"),
         };
-        for k in [1i64, 2, 4, 8, 16, 32] {
+        for (k, param) in [
+            (1i64, "1"),
+            (2, "2"),
+            (4, "4"),
+            (8, "8"),
+            (16, "16"),
+            (32, "32"),
+        ] {
             add(
                 "wgmma_in_flight",
                 format!("inflight_done N={n} k={k}"),
                 "cycles",
                 "smem_port",
-                v(done, &k.to_string()),
+                v(done, param),
                 "smem_port",
                 sets(&[("test", 2), ("n", n), ("k", k)]),
                 Metric::per_iteration(8, 0.0),
             );
+            if k == 1 {
+                continue;
+            }
             add(
                 "wgmma_issue",
-                format!("inflight_issue N={n} k={k}"),
+                format!("inflight_issue N={n} 1st to k={k}"),
                 "cycles",
                 "smem_port",
-                v(issue, &k.to_string()),
+                Measured::Slope(issue, "1", param, 1.0),
                 "smem_port",
                 sets(&[
                     ("test", 2),
@@ -394,7 +406,7 @@ pub(super) fn specs() -> Vec<Spec> {
                 ]),
                 Metric::Slope {
                     key: "k",
-                    lo: 0,
+                    lo: 1,
                     hi: k,
                     per: 1.0,
                     minus: 0.0,
@@ -445,7 +457,7 @@ pub(super) fn specs() -> Vec<Spec> {
         "core",
         v("mbar_pingpong", "test_wait"),
         "barriers",
-        sets(&[("test", 1)]),
+        sets(&[("test", 1), ("poll", 1)]),
         Metric::per_iteration(64, 0.0),
     );
     add(

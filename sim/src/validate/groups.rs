@@ -30,9 +30,10 @@ pub(super) const GROUPS: &[Group] = &[
     },
     Group {
         name: "wgmma_rs_floor",
-        bound: Bound::None,
-        note: "not modeled: an RS HGMMA takes at least ~13 cycles on the H200; the model's RS \
-               time is its math, N/2",
+        bound: Bound::Relative(0.05),
+        note: "cycles per RS wgmma m64nNk16 at N = 8, 16, 24, 1 and 2 warpgroups: the SM's \
+               pipe takes an RS HGMMA at most every 13 cycles (tensor.rs_min_cycles), above \
+               its math (N/2)",
     },
     Group {
         name: "smem_port",
@@ -125,9 +126,10 @@ pub(super) const GROUPS: &[Group] = &[
     },
     Group {
         name: "mbarrier_poll",
-        bound: Bound::None,
-        note: "not modeled: a test_wait polling loop hands a phase over slower than try_wait; \
-               the model's Wait is the try_wait loop",
+        bound: Bound::Relative(0.15),
+        note: "two warps handing mbarrier phases over, waiting in test_wait loops: cycles per \
+               round trip. A poll sees a phase half a poll interval (84 cycles) after a \
+               try_wait loop would wake",
     },
     Group {
         name: "tma_throughput",
@@ -146,11 +148,11 @@ pub(super) const GROUPS: &[Group] = &[
     },
     Group {
         name: "wgmma_issue",
-        bound: Bound::None,
-        note: "not modeled: the H200's issuing thread spends ~4 (N = 64), ~12 (N = 128) and \
-               16 to 28 (N = 256) cycles on each wgmma (11 to 95 cycles to the 4th issue); the \
-               model issues an HGMMA per issue slot. From k = 16 on, where issue waits for room \
-               among the 7 in flight, the rows are within 6%",
+        bound: Bound::Relative(0.15),
+        note: "one warpgroup's back-to-back wgmma m64nNk16 (N = 64, 128, 256): cycles from \
+               the 1st issue to the k-th (k = 2 to 32). A warp's next HGMMA issues N/8 - 4 \
+               cycles after its last; from the 8th on, issue waits for room among the 7 in \
+               flight, which an HGMMA leaves 27 cycles before wait_group sees it complete",
     },
     Group {
         name: "cta_launch",

@@ -3,7 +3,7 @@
 /// What one SM's CTAs ask of its units.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Demand {
-    /// HGMMA math cycles on the SM's tensor pipe.
+    /// HGMMA cycles on the SM's tensor pipe: math, at least `tensor.rs_min_cycles` in the RS form.
     pub tensor: u64,
     /// Shared-memory port cycles (wavefronts).
     pub smem: u64,

@@ -55,7 +55,7 @@ impl Walk<'_> {
                     reads: [NO_SLOT; 2],
                 };
                 let ks = *ksteps as u64;
-                w.hgmma.0 += ks * h.flops().div_ceil(p.tensor.flops_per_cycle);
+                w.hgmma.0 += ks * h.pipe_cycles(p.tensor.flops_per_cycle, p.tensor.rs_min_cycles);
                 w.hgmma.1 += ks * h.smem_bytes().div_ceil(port);
                 Ok(ks)
             }

@@ -4,7 +4,7 @@
 //! schedule can finish sooner than the time its busiest unit needs.
 //!
 //! Units and capacities (per cycle):
-//! - per SM: `tensor` (HGMMA math, one at a time), `smem` (the shared-memory port: HGMMA operands,
+//! - per SM: `tensor` (HGMMA math, at least the RS floor; one at a time), `smem` (the shared-memory port: HGMMA operands,
 //!   ld/st.shared and cp.async wavefronts, TMA box bytes over the port width), `tma` (TMA issue
 //!   cycles),
 //!   `l2_port` (bytes through the SM's port to L2, `memory.sm_bytes_per_cycle`);

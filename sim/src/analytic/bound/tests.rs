@@ -60,6 +60,14 @@ fn wide_hgmmas_are_bound_by_the_math() {
 }
 
 #[test]
+fn narrow_rs_hgmmas_are_bound_by_the_pipe_floor() {
+    // N = 16, RS: 8 cycles of math and 4 of feed, but the pipe takes an RS HGMMA per 13 cycles.
+    let rs = hgmmas(16, "Regs", 10);
+    assert_eq!((rs.binding, rs.cycles), ("tensor", 10 * 13));
+    assert_eq!(rs.unit("smem"), Some(40.0));
+}
+
+#[test]
 fn mufu_work_is_counted_per_partition() {
     // 4 lanes per partition: a MUFU warp-instruction holds its pipe 8 cycles. Warps 0 and 4
     // share partition 0.

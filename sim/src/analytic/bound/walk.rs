@@ -190,7 +190,7 @@ pub(super) struct WarpWalk {
     pub(super) env: Vec<i64>,
     /// Per counter, atomics this warp has executed.
     pub(super) atomics: Vec<u64>,
-    /// HGMMA math and operand-feed cycles this warp issued.
+    /// HGMMA pipe (math, RS floor) and operand-feed cycles this warp issued.
     pub(super) hgmma: (u64, u64),
     pub(super) cta: u32,
 }
