@@ -124,7 +124,6 @@ impl Engine<'_> {
             cycles,
             latency,
             result: kind,
-            ..
         } = self.pipe_timing(pipe);
         if pipe == Pipe::Mma {
             self.mma_flops += MMA_FLOPS;

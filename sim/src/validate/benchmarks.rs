@@ -607,20 +607,16 @@ pub(super) fn specs() -> Vec<Spec> {
             Metric::per_iteration(100, 0.0),
         );
     }
-    for (form, beside) in [("ss", 1), ("rs", 2)] {
+    for (form, beside, test) in [
+        ("SS", 1, "softmax_beside_ss"),
+        ("RS", 2, "softmax_beside_rs"),
+    ] {
         add(
             "softmax",
-            format!("softmax step beside {} wgmma", form.to_uppercase()),
+            format!("softmax step beside {form} wgmma"),
             "cycles",
             "softmax",
-            v(
-                if beside == 1 {
-                    "softmax_beside_ss"
-                } else {
-                    "softmax_beside_rs"
-                },
-                "4",
-            ),
+            v(test, "4"),
             "softmax",
             sets(&[("beside", beside), ("tail", 150_000)]),
             Metric::per_iteration(100, 0.0),
@@ -630,21 +626,16 @@ pub(super) fn specs() -> Vec<Spec> {
     // 2048 tiles of 128 query rows on 132 SMs): the chip's FLOP per SM-cycle over the whole run
     // times 16 / 15.52 (the busiest SM's tiles over the mean) is its steady state; the twin's
     // is 4·128·128·128 FLOP per KV block over the slope between 64 and 128 blocks.
-    for s_len in ["8192", "16384"] {
+    for (s_len, param) in [
+        ("8192", "cudnn_hd128_s8192"),
+        ("16384", "cudnn_hd128_s16384"),
+    ] {
         add(
             "attention",
             format!("cuDNN FA3-class hd128 s{s_len}"),
             "FLOP/SM-cycle",
             "attention",
-            Measured::Scaled(
-                "attn_flop_per_sm_cycle",
-                if s_len == "8192" {
-                    "cudnn_hd128_s8192"
-                } else {
-                    "cudnn_hd128_s16384"
-                },
-                16.0 * 132.0 / 2048.0,
-            ),
+            Measured::Scaled("attn_flop_per_sm_cycle", param, 16.0 * 132.0 / 2048.0),
             "attention",
             Vec::new(),
             Metric::SlopeRate {
