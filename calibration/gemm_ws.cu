@@ -14,6 +14,12 @@
 //                           param n<BN>_s<stages>
 //   ws_ktile_warm         : cycles per k-tile, the slope between K = 4096 and K = 8192, warm
 //   ws_check              : relative Frobenius error of C against the double-precision reference
+//   ws_ktile_parts        : ws_ktile_warm with parts of the kernel taken out, to find what bounds
+//                           it; param n<BN>_s<stages>_<part>: no_mma (the consumers wait for each
+//                           stage and release it at once, no wgmma: the producer's TMA ring),
+//                           no_tma (the producer arrives on the full barrier without loading:
+//                           the consumers' wgmmas and barriers on stale slots), mma_only (the
+//                           consumers' wgmma loop over the slots without any barrier)
 // Build: python3 gen_wgmma.py 128 256 > wgmma_ops.h;
 //        nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -I. -o gemm_ws gemm_ws.cu
 #include "tma_util.cuh"
@@ -37,8 +43,10 @@ __device__ __forceinline__ void arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
 
+enum { kFull, kNoMma, kNoTma, kMmaOnly };
+
 struct Params {
-  int stages, ktiles;
+  int stages, ktiles, mode;
   unsigned long long* out;  // [0..1] consumer starts, [2..3] consumer ends
   float* c;                 // 128 x BN
 };
@@ -63,10 +71,14 @@ __global__ void __launch_bounds__(384, 1) ws_kernel(const __grid_constant__ CUte
   const uint32_t base = saddr(smem);
   if (wg == 0) {  // producer
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-    if (threadIdx.x != 0) return;
+    if (threadIdx.x != 0 || p.mode == kMmaOnly) return;
     for (int kb = 0; kb < p.ktiles; ++kb) {
       const int s = kb % stages;
       wait_phase(saddr(&empty[s]), ((kb / stages) & 1) ^ 1);
+      if (p.mode == kNoTma) {
+        arrive(saddr(&full[s]));
+        continue;
+      }
       arrive_expect(saddr(&full[s]), kStageBytes);
       const uint32_t slot = base + s * kStageBytes;
       tma_load(slot, &ma, 0, saddr(&full[s]), kb * kBk);
@@ -82,7 +94,11 @@ __global__ void __launch_bounds__(384, 1) ws_kernel(const __grid_constant__ CUte
   const long long t0 = clock64();
   for (int kb = 0; kb < p.ktiles; ++kb) {
     const int s = kb % stages;
-    wait_phase(saddr(&full[s]), (kb / stages) & 1);
+    if (p.mode != kMmaOnly) wait_phase(saddr(&full[s]), (kb / stages) & 1);
+    if (p.mode == kNoMma) {
+      arrive(saddr(&empty[s]));
+      continue;
+    }
     const uint32_t slot = base + s * kStageBytes;
     const uint64_t da = desc_sw128(slot + c * 64 * 128), db = desc_sw128(slot + kABytes);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
@@ -94,7 +110,7 @@ __global__ void __launch_bounds__(384, 1) ws_kernel(const __grid_constant__ CUte
       arrive(saddr(&empty[s]));
     } else {
       asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-      if (kb >= 1) arrive(saddr(&empty[(kb - 1) % stages]));
+      if (kb >= 1 && p.mode != kMmaOnly) arrive(saddr(&empty[(kb - 1) % stages]));
     }
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
@@ -133,11 +149,12 @@ constexpr size_t kFlushBytes = 256ull << 20;
 
 // One run; returns the consumers' cycles (earliest start to latest end).
 template <int BN>
-static double run_once(const CUtensorMap& ma, const CUtensorMap& mb, int stages, int ktiles, bool cold) {
+static double run_once(const CUtensorMap& ma, const CUtensorMap& mb, int stages, int ktiles, bool cold,
+                       int mode = kFull) {
   if (cold) CHECK(cudaMemset(g_flush, ktiles & 0xff, kFlushBytes));  // evicts A and B from L2
   const int smem = stages * (kBm + BN) * kBk * 2 + 1024;
   CHECK(cudaFuncSetAttribute(ws_kernel<BN>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  Params p{stages, ktiles, g_out, g_c};
+  Params p{stages, ktiles, mode, g_out, g_c};
   ws_kernel<BN><<<1, 384, smem>>>(ma, mb, p);
   LAUNCH_CHECK();
   unsigned long long h[4];
@@ -196,6 +213,19 @@ static void sweep(int max_stages) {
       row("ws_check", param, std::sqrt(err / ref), "relative_error");
     }
   }
+  const char* parts[] = {"full", "no_mma", "no_tma", "mma_only"};
+  for (int stages : {2, 4, max_stages})
+    for (int mode = kNoMma; mode <= kMmaOnly; ++mode) {
+      std::vector<double> w4, w8;
+      for (int rep = 0; rep < 3; ++rep) {
+        run_once<BN>(ma, mb, stages, 128, false, mode);
+        w4.push_back(run_once<BN>(ma, mb, stages, 64, false, mode));
+        w8.push_back(run_once<BN>(ma, mb, stages, 128, false, mode));
+      }
+      char param[40];
+      snprintf(param, sizeof param, "n%d_s%d_%s", BN, stages, parts[mode]);
+      row("ws_ktile_parts", param, (median(w8) - median(w4)) / 64.0, "cycles_per_ktile");
+    }
   CHECK(cudaFree(da));
   CHECK(cudaFree(db));
 }

@@ -18,11 +18,14 @@ const BOUNDS: &[(&str, Bound)] = &[
     ("bandwidth", Bound::Relative(0.10)),
     ("latency", Bound::Relative(0.15)),
     ("wgmma_in_flight", Bound::Relative(0.15)),
+    ("l2_disjoint", Bound::Relative(0.10)),
+    ("l2_capacity", Bound::Relative(0.10)),
     ("named_barrier", Bound::Relative(0.15)),
     ("softmax", Bound::Relative(0.10)),
     ("attention", Bound::Relative(0.15)),
     ("mbarrier_poll", Bound::Relative(0.15)),
     ("wgmma_issue", Bound::Relative(0.15)),
+    ("cta_launch", Bound::Relative(0.15)),
     ("clock", Bound::Relative(0.05)),
 ];
 

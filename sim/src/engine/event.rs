@@ -44,6 +44,8 @@ pub(crate) enum Event {
     TmaChunk(Chunk),
     /// TMA bytes are in shared memory: complete-tx on the mbarrier; the slot is filled.
     TxComplete { cta: u32, bar: u32, done: TmaDone },
+    /// The CTA slot a retired CTA left on this SM takes its next CTA (`sm.cta_launch_gap`).
+    CtaSlotFree(u32),
 }
 
 impl Engine<'_> {
@@ -70,6 +72,7 @@ impl Engine<'_> {
             Event::HgmmaComplete(h) => self.on_hgmma_complete(h),
             Event::TmaChunk(c) => self.on_tma_chunk(c),
             Event::TxComplete { cta, bar, done } => self.on_tx_complete(cta, bar, done),
+            Event::CtaSlotFree(sm) => self.free_cta_slot(sm),
         }
     }
 

@@ -2,6 +2,7 @@
 //! created when the CTA scheduler (`crate::gpu::cta_scheduler`) places it on an SM, and its
 //! slot is freed when its last warp exits.
 
+use super::event::Event;
 use super::state::{Cta, Warp, WarpGroup};
 use super::Engine;
 use crate::gpu::cta_scheduler::least_loaded_sm;
@@ -145,9 +146,21 @@ impl Engine<'_> {
         self.parts[p].check &= !(1 << s);
         self.ctas[cta].live_warps -= 1;
         if self.ctas[cta].live_warps == 0 {
-            self.sms[warp_sm].resident -= 1;
             self.retired += 1;
-            self.launch_ctas();
+            let gap = self.p.sm.cta_launch_gap;
+            // The slot stays taken for the launch gap, but only while CTAs wait for one: the
+            // kernel ends with its last CTA.
+            if gap > 0 && self.next_block < self.k.grid {
+                self.q
+                    .push(self.now + gap, Event::CtaSlotFree(warp_sm as u32));
+            } else {
+                self.free_cta_slot(warp_sm as u32);
+            }
         }
+    }
+
+    pub(crate) fn free_cta_slot(&mut self, sm: u32) {
+        self.sms[sm as usize].resident -= 1;
+        self.launch_ctas();
     }
 }

@@ -144,6 +144,8 @@ pub struct Sm {
     pub max_threads_per_cta: u32,
     pub issue_per_partition: u32,
     pub scheduler: SchedulerPolicy,
+    /// Cycles from a CTA's exit until the next CTA can start in the slot it frees.
+    pub cta_launch_gap: u64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -270,8 +272,12 @@ pub struct L2 {
     pub partitions: u32,
     pub line_bytes: u64,
     pub ways: u32,
-    /// GPU-wide bandwidth, spread over `slices`.
+    /// GPU-wide bandwidth of the crossbar back to the SMs, spread over `slices`.
     pub bytes_per_cycle: f64,
+    /// GPU-wide rate of reading distinct lines out of the slices' data arrays.
+    pub data_bytes_per_cycle: f64,
+    /// A line read again within this many cycles of its last read-out shares that read.
+    pub merge_cycles: u64,
     pub slices: u32,
     pub near_latency: u64,
     pub far_latency: u64,
@@ -479,6 +485,10 @@ impl Preset {
             ("memory.sm_bytes_per_cycle", self.memory.sm_bytes_per_cycle),
             ("tma.fill_bytes_per_cycle", self.tma.fill_bytes_per_cycle),
             ("memory.l2.bytes_per_cycle", self.memory.l2.bytes_per_cycle),
+            (
+                "memory.l2.data_bytes_per_cycle",
+                self.memory.l2.data_bytes_per_cycle,
+            ),
             ("memory.hbm.bandwidth_gbs", self.memory.hbm.bandwidth_gbs),
         ] {
             if !(v > 0.0 && v.is_finite()) {

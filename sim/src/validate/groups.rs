@@ -71,28 +71,44 @@ pub(super) const GROUPS: &[Group] = &[
     },
     Group {
         name: "l2_disjoint",
+        bound: Bound::Relative(0.10),
+        note: "132 SMs reading disjoint L2-resident data (16 to 48 MiB, and a 32 MiB buffer): \
+               ~4300 B/cycle GPU-wide, the slices' reads of distinct lines; all SMs re-reading \
+               one buffer get 7446 (bandwidth), as a line asked for again soon after its last \
+               read-out shares it",
+    },
+    Group {
+        name: "l2_few_sms",
         bound: Bound::None,
-        note: "not modeled: SMs reading disjoint L2-resident data get ~4300 B/cycle GPU-wide \
-               (32 per SM at 132 SMs, 60 for one SM) against 7446 when all read one buffer; the \
-               model has one pool of L2 slices and no far-partition link",
+        note: "not modeled: 1 to 66 SMs reading disjoint slices of a 32 MiB L2-resident buffer \
+               get 50-60 B/cycle each, where the model's SM port gives 77; one SM reads 98 \
+               B/cycle from footprints up to 16 MiB and 73-81 from 32 MiB (h200-memsys.csv, \
+               inflight_l2_fp): a footprint effect (the far L2 partition, or translation) not \
+               yet explained",
     },
     Group {
         name: "l2_capacity",
-        bound: Bound::None,
-        note: "not modeled: past ~50 MiB the H200's L2 keeps almost nothing of a re-read buffer \
-               (64 MiB: DRAM speed); the model's 60 MiB DRRIP L2 keeps most of it",
+        bound: Bound::Relative(0.10),
+        note: "132 SMs re-reading 64 and 128 MiB: past the L2's 60 MiB almost nothing stays \
+               (SRRIP, not thrash-resistant, as the chip's knee between 50 and 64 MiB shows in \
+               h200-mem_knee.csv)",
     },
     Group {
         name: "hbm_write_mix",
         bound: Bound::None,
         note: "not modeled: a copy moves 1544 B/cycle (read + write) against 2197 for reads \
-               alone (DRAM read/write turnaround); the model's channels move either at one rate",
+               alone; 132 CTAs mixing streaming loads and stores 3:1, 1:1, 1:3 move 1839, 1950, \
+               1920 B/cycle against 2054 reading and 2220 writing only (h200-memsys.csv, \
+               hbm_mix): a turnaround cost of 5-17% that depends on how the two interleave; the \
+               model's channels move either at one rate",
     },
     Group {
         name: "hbm_few_sms",
         bound: Bound::None,
-        note: "not modeled: one SM streams ~47 B/cycle from DRAM (outstanding misses per SM); the \
-               model has no limit on misses in flight, so an SM reaches its 77 B/cycle port",
+        note: "not modeled: one SM streams 47 B/cycle from DRAM with 128 KiB of loads requested \
+               (mem_bw) and 58.9 with 64 KiB (h200-memsys.csv, inflight_hbm: 20.4, 35.4, 58.9, \
+               48.5 for 16 to 128 KiB, latency rising 803 to 1112 cycles); the model has no \
+               limit on misses in flight, so an SM reaches its 77 B/cycle port",
     },
     Group {
         name: "named_barrier",
@@ -119,10 +135,12 @@ pub(super) const GROUPS: &[Group] = &[
         name: "gemm_ws",
         bound: Bound::None,
         note: "not modeled: the whole kernel (calibration/gemm_ws.cu): one CTA of gemm_ws's \
-               structure on the chip takes 898 (BN 128) and 1277 (BN 256) cycles per k-tile \
-               from 3 stages on, against the tensor bound of 512 and 1024, which the model \
-               reaches: one issuing thread's TMA boxes (tma_throughput) bound the chip's \
-               producer",
+               structure takes 898 (BN 128) and 1277 (BN 256) cycles per k-tile from 3 stages \
+               on, against the tensor bound of 512 and 1024, which the model reaches. Taken \
+               apart (h200-gemm_ws_parts.csv, BN 128, 4 stages): the producer's TMA ring alone \
+               504, the consumers' wgmma loop without barriers 616, with the full/empty \
+               handshake on stale slots 982, all of it 1015 in that build: the consumers' \
+               per-k-tile costs bind, not TMA",
     },
     Group {
         name: "mbarrier_poll",
@@ -134,9 +152,12 @@ pub(super) const GROUPS: &[Group] = &[
     Group {
         name: "tma_throughput",
         bound: Bound::None,
-        note: "not modeled: one issuing thread completes one multi-row box per ~580 cycles \
-               whatever its size (2 to 32 KiB), and more issuing warps scale it; the model has a \
-               per-operation issue interval and the SM's TMA fill path",
+        note: "not modeled: one thread refilling stages as they land moves 37.8 B/cycle with one \
+               16 KiB box per stage and 65.6 with two, from 2 to 12 stages alike (433 and 500 \
+               cycles a stage; h200-memsys.csv tma_stream), while a burst of boxes issued 103 \
+               cycles apart completes one per ~233 cycles whatever its size (tma_burst_*); more \
+               issuing threads scale it; the model has a per-operation issue interval and the \
+               SM's TMA fill path",
     },
     Group {
         name: "tma_beside_wgmma",
@@ -156,9 +177,8 @@ pub(super) const GROUPS: &[Group] = &[
     },
     Group {
         name: "cta_launch",
-        bound: Bound::None,
-        note: "not modeled: ~480 cycles between a CTA's end and the next CTA's start on an SM; \
-               the model dispatches in the same cycle",
+        bound: Bound::Relative(0.15),
+        note: "cycles between a CTA's end and the next CTA's start on an SM (sm.cta_launch_gap)",
     },
     Group {
         name: "clock",
