@@ -35,6 +35,7 @@
 //                       replayed from a CUDA graph; median. launch_wall: host wall time per
 //                       launch (cudaEvent over the 256)
 //   l2_side            : per SM (param = smid), the fraction of 1024 random lines of a 16 MiB
+//                       buffer (one chain, each SM starting 7 lines further along it)
 //                       L2-resident buffer whose single-hop latency is below that line's median
 //                       over all SMs, agreeing with SM 0's pattern (near SM 0's partition: ~1;
 //                       the other partition: ~0); l2_near_lat / l2_far_lat: per SM, mean hop
@@ -545,9 +546,11 @@ static void launches() {
 // L2 partitions.
 // Thread 0 of each CTA whose SM is wanted (want[smid] != 0, or every SM when want is null)
 // follows the chain of `n` lines that buf holds (each line's first word: the next line's
-// address), once untimed, then timing each hop (clock, load, a shared store that needs the
-// value, clock), as mem.cu's chase_hops does.
-__global__ void hop_lat(uint64_t start, int n, const int* want, unsigned* lat, unsigned* smids, int stride) {
+// address; `order` lists them), from its own starting point, once untimed, then timing each hop
+// (clock, load, a shared store that needs the value, clock), as mem.cu's chase_hops does; lat
+// is indexed by the line's position in `order`.
+__global__ void hop_lat(const uint64_t* buf, const unsigned* order, int n, int step, const int* want, unsigned* lat,
+                        unsigned* smids, int stride) {
   extern __shared__ int pad[];  // one CTA per SM
   __shared__ unsigned s_val;
   (void)pad;
@@ -557,6 +560,9 @@ __global__ void hop_lat(uint64_t start, int n, const int* want, unsigned* lat, u
   if (want && !want[sm]) return;
   const int slot = want ? want[sm] - 1 : blockIdx.x;
   const uint32_t val = saddr(&s_val);
+  // CTAs start `step` lines apart along the chain, so that no two SMs ask for a line at once.
+  const int first = (int)(((long long)slot * step) % n);
+  const uint64_t start = (uint64_t)(buf + (size_t)order[first] * 16);
   uint64_t p = start;
   for (int j = 0; j < n; ++j) asm volatile("ld.global.cg.u64 %0, [%0];" : "+l"(p) : : "memory");
   p = start;
@@ -566,17 +572,16 @@ __global__ void hop_lat(uint64_t start, int n, const int* want, unsigned* lat, u
     asm volatile("ld.global.cg.u64 %0, [%0];" : "+l"(p) : : "memory");
     asm volatile("st.shared.u32 [%0], %1;" : : "r"(val), "r"((unsigned)p) : "memory");
     asm volatile("mov.u32 %0, %%clock;" : "=r"(t1) : : "memory");
-    lat[(size_t)slot * stride + j] = t1 - t0;
+    lat[(size_t)slot * stride + (first + j) % n] = t1 - t0;
   }
 }
 
-// Writes the chain through `order` (line indices) into buf; returns the first line's address.
-static uint64_t chain(uint64_t* d_buf, size_t lines, const std::vector<unsigned>& order) {
+// Writes the chain through `order` (line indices) into buf.
+static void chain(uint64_t* d_buf, size_t lines, const std::vector<unsigned>& order) {
   std::vector<uint64_t> h(lines * 16, 0);
   const uint64_t base = (uint64_t)d_buf;
   for (size_t k = 0; k < order.size(); ++k) h[(size_t)order[k] * 16] = base + (uint64_t)order[(k + 1) % order.size()] * 128;
   CHECK(cudaMemcpy(d_buf, h.data(), h.size() * 8, cudaMemcpyHostToDevice));
-  return base + (uint64_t)order[0] * 128;
 }
 
 // Each participating CTA reads the lines of its list part: 8 lanes per line, 16 bytes each,
@@ -636,7 +641,9 @@ static void partitions(int sms) {
   CHECK(cudaMalloc(&d_lines, lines * sizeof(unsigned)));
   CHECK(cudaMalloc(&d_lat, (size_t)2 * lines * sizeof(unsigned) + (size_t)sms * n * sizeof(unsigned)));
   CHECK(cudaMalloc(&d_smids, sms * sizeof(unsigned)));
-  hop_lat<<<sms, 32, smem>>>(chain(buf, lines, pick), n, nullptr, d_lat, d_smids, n);
+  chain(buf, lines, pick);
+  CHECK(cudaMemcpy(d_lines, pick.data(), n * sizeof(unsigned), cudaMemcpyHostToDevice));
+  hop_lat<<<sms, 32, smem>>>(buf, d_lines, n, 7, nullptr, d_lat, d_smids, n);
   LAUNCH_CHECK();
   std::vector<unsigned> lat((size_t)sms * n), ids(sms);
   CHECK(cudaMemcpy(lat.data(), d_lat, lat.size() * sizeof(unsigned), cudaMemcpyDeviceToHost));
@@ -715,7 +722,9 @@ static void partitions(int sms) {
   CHECK(cudaMemcpy(d_want, want.data(), want.size() * sizeof(int), cudaMemcpyHostToDevice));
   std::vector<unsigned> all(lines);
   for (size_t i = 0; i < lines; ++i) all[i] = (unsigned)i;
-  hop_lat<<<sms, 32, smem>>>(chain(buf, lines, all), (int)lines, d_want, d_lat, d_smids, (int)lines);
+  chain(buf, lines, all);
+  CHECK(cudaMemcpy(d_lines, all.data(), lines * sizeof(unsigned), cudaMemcpyHostToDevice));
+  hop_lat<<<sms, 32, smem>>>(buf, d_lines, (int)lines, (int)lines / 2, d_want, d_lat, d_smids, (int)lines);
   LAUNCH_CHECK();
   std::vector<unsigned> la(lines), lb(lines);
   CHECK(cudaMemcpy(la.data(), d_lat, lines * sizeof(unsigned), cudaMemcpyDeviceToHost));

@@ -82,7 +82,7 @@ pub(super) const GROUPS: &[Group] = &[
         bound: Bound::None,
         note: "not modeled: 1 to 66 SMs reading disjoint slices of a 32 MiB L2-resident buffer \
                get 50-60 B/cycle each, where the model's SM port gives 77; one SM reads 98 \
-               B/cycle from footprints up to 16 MiB and 73-81 from 32 MiB (h200-memsys.csv, \
+               B/cycle from footprints up to 16 MiB and 73-80 from 32 MiB (h200-memsys.csv, \
                inflight_l2_fp): a footprint effect (the far L2 partition, or translation) not \
                yet explained",
     },
@@ -97,8 +97,8 @@ pub(super) const GROUPS: &[Group] = &[
         name: "hbm_write_mix",
         bound: Bound::None,
         note: "not modeled: a copy moves 1544 B/cycle (read + write) against 2197 for reads \
-               alone; 132 CTAs mixing streaming loads and stores 3:1, 1:1, 1:3 move 1839, 1950, \
-               1920 B/cycle against 2054 reading and 2220 writing only (h200-memsys.csv, \
+               alone; 132 CTAs mixing streaming loads and stores 3:1, 1:1, 1:3 move 1821, 1925, \
+               1924 B/cycle against 2020 reading and 2213 writing only (h200-memsys.csv, \
                hbm_mix): a turnaround cost of 5-17% that depends on how the two interleave; the \
                model's channels move either at one rate",
     },
@@ -106,8 +106,8 @@ pub(super) const GROUPS: &[Group] = &[
         name: "hbm_few_sms",
         bound: Bound::None,
         note: "not modeled: one SM streams 47 B/cycle from DRAM with 128 KiB of loads requested \
-               (mem_bw) and 58.9 with 64 KiB (h200-memsys.csv, inflight_hbm: 20.4, 35.4, 58.9, \
-               48.5 for 16 to 128 KiB, latency rising 803 to 1112 cycles); the model has no \
+               (mem_bw) and 60.4 with 64 KiB (h200-memsys.csv, inflight_hbm: 21.1, 36.7, 60.4, \
+               50.6 for 16 to 128 KiB, latency rising 775 to 1086 cycles); the model has no \
                limit on misses in flight, so an SM reaches its 77 B/cycle port",
     },
     Group {
