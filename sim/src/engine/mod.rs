@@ -204,7 +204,8 @@ impl<'a> Engine<'a> {
         }
         self.sample(true);
         let tracer = self.tracer.take();
-        (result, self.finish(), tracer)
+        let stopped = result.is_err();
+        (result, self.finish(stopped), tracer)
     }
 
     fn simulate(&mut self) -> Result<(), SimError> {
