@@ -2,7 +2,7 @@
 //!
 //! Timing code reports what happened with [`Engine::emit`] and never mentions who listens: the
 //! sanitizer ([`crate::observe::sanitizer`]) checks the event before the instruction's effects
-//! are applied, and the trace writer ([`crate::observe::trace`]) gets its instants, state
+//! are applied, and the trace writer ([`crate::observe::trace`]) gets its events, flows, state
 //! intervals and counter samples from here. Observers never change timing.
 
 use super::Engine;

@@ -143,9 +143,9 @@ pub fn build(path: &Path) -> Result<String, ReadError> {
     // Pass 2: slices into timeline buckets, counters into series.
     let mut busy: BTreeMap<u64, (f64, [f64; UNITS.len()])> = BTreeMap::new();
     let mut bandwidth: Vec<(u64, f64, f64)> = Vec::new();
-    let mut instants: BTreeMap<String, u64> = BTreeMap::new();
+    let mut events: BTreeMap<String, u64> = BTreeMap::new();
     trace_read::read(path, |e| match e.ph.as_str() {
-        "X" if e.tid >= EVENT_TID_BASE => *instants.entry(e.name).or_default() += 1,
+        "X" if e.tid >= EVENT_TID_BASE => *events.entry(e.name).or_default() += 1,
         "X" => {
             if let Some(&row) = tl.row_of.get(&e.tid) {
                 let sh = shares(&e);
@@ -180,7 +180,7 @@ pub fn build(path: &Path) -> Result<String, ReadError> {
         CSS,
         esc(&title)
     );
-    html.push_str(&summary(report, &other, &instants));
+    html.push_str(&summary(report, &other, &events));
     html.push_str(&legend());
     let _ = write!(
         html,
