@@ -55,6 +55,9 @@ fn cycles(e: &Value, key: &str) -> u64 {
     c as u64
 }
 
+/// A slice's start and duration in cycles, and the slice.
+type Slice<'a> = (u64, u64, &'a Value);
+
 /// Checks the trace's structure and that its slices account for every warp-cycle the run
 /// reported: per warp, slices are ordered, do not overlap, tile the lifetime; per role, the
 /// state totals equal `sim run`'s. Flows pair up and bind to slices; async slices pair up.
@@ -74,7 +77,7 @@ fn check_schema(run: &Value, trace: &Value) {
         assert!(!other[key].is_null(), "otherData.{key}");
     }
     // Slices per (pid, tid), flow and async ends per id.
-    let mut slices: BTreeMap<(u64, u64), Vec<(u64, u64, &Value)>> = BTreeMap::new();
+    let mut slices: BTreeMap<(u64, u64), Vec<Slice>> = BTreeMap::new();
     let mut flows: BTreeMap<u64, Vec<&Value>> = BTreeMap::new();
     let mut spans: BTreeMap<u64, Vec<&Value>> = BTreeMap::new();
     for e in events {

@@ -761,9 +761,8 @@ fn instruction(path: &str) -> &str {
 
 /// The innermost loop of a path (`loop(i)`), or `program` outside any loop.
 fn phase(path: &str) -> &str {
-    path.split(' ')
-        .filter(|t| t.starts_with("loop("))
-        .last()
+    path.rsplit(' ')
+        .find(|t| t.starts_with("loop("))
         .and_then(|t| t.find(')').map(|end| &t[..=end]))
         .unwrap_or("program")
 }
