@@ -58,9 +58,10 @@ mod tests {
         let mut s = Server::default();
         s.book(10, 20); // [10, 30)
         assert_eq!([s.busy_by(5), s.busy_by(20), s.busy_by(30)], [0, 10, 20]);
-        // Booked for later, past a gap: the gap counts as ahead too, so this is a lower bound.
+        // Booked for later, past a gap: the gap counts as ahead too, so by 40 this says 10 of
+        // the 20 done (a lower bound), and exact again from the booking's start.
         s.book(50, 10); // [50, 60)
-        assert_eq!([s.busy_by(40), s.busy_by(55), s.busy_by(60)], [0, 25, 30]);
+        assert_eq!([s.busy_by(40), s.busy_by(55), s.busy_by(60)], [10, 25, 30]);
     }
 
     #[test]
@@ -155,9 +156,9 @@ mod link_tests {
     fn idle_gaps_are_not_busy() {
         let mut l = Link::new(64.0);
         assert_eq!(l.book(100, 640), 110);
+        assert_eq!([l.bytes_by(105), l.bytes_by(110)], [320.0, 640.0]);
         assert_eq!(l.book(200, 64), 201);
         assert_eq!(l.busy(), 11);
-        assert_eq!([l.bytes_by(105), l.bytes_by(110)], [320.0, 640.0]);
         assert_eq!([l.busy_by(200), l.busy_by(201)], [10.0, 11.0]);
     }
 }
