@@ -222,8 +222,8 @@ impl Engine<'_> {
     /// counts more than its unit can do in the window: work booked later starts after all that
     /// is booked now, so the idle time subtracted ahead of one sample is idle for good. The
     /// cumulative figures are kept from going back (a new booking far ahead enlarges what is
-    /// subtracted), so no sample is negative; at the end everything booked within the run is
-    /// counted.
+    /// subtracted), so no sample is negative; the last sample counts all the work booked to end
+    /// by the run's last cycle (write-backs still queued after it are not drawn).
     pub(crate) fn sample(&mut self, last: bool) {
         let Some(t) = &self.tracer else {
             return;
