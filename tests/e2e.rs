@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{fixture, scenario, sets, sim, temp_scenario};
+use common::{fixture, scenario, scratch, sets, sim, stdout_of, temp_scenario};
 use sim::engine::{Config, Engine, RunStats};
 use sim::observe::report::Report;
 use sim::observe::warp_state::State;
@@ -467,4 +467,56 @@ fn epilogue_stores_through_shared_memory_and_tma() {
     assert!(waiter.cycles[State::BulkWait as usize] >= 400);
     assert!(r.roles["epi"].states["named_barrier"] > 0);
     assert!(s.cycles >= 400 + 128);
+}
+
+/// A run stopped by an error reports busy fractions over the cycles it worked through, the
+/// stopping one included: here four cycles of issue on every partition, once reported as 125%.
+#[test]
+fn a_failed_run_keeps_busy_fractions_within_capacity() {
+    let text = r#"Scenario(
+    name: "stops", gpu: "h100-sxm", params: { "stages": 1 },
+    kernel: Kernel(
+        grid: 1, regs_per_thread: 24,
+        tensors: [Tensor(name: "A", dtype: BF16, shape: [1, 64])],
+        smem: [Buffer(name: "sA", slots: "stages", dtype: BF16, shape: [64, 64])],
+        mbarriers: [MBarrier(name: "empty", count: "stages", arrivals: 1)],
+        roles: [Role(name: "r0", warpgroups: 2, regs: 24, program: [
+            Compute(pipe: Fma, count: 4, acc: "C"), Arrive(bar: "empty[0]", elect: false),
+        ])],
+    ),
+)"#;
+    let path = temp_scenario("stops.ron", text);
+    let trace = scratch("stops.trace.json");
+    let out = sim(&[
+        "run",
+        path.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let t: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    assert!(t["otherData"]["error"].is_string());
+    let units = t["otherData"]["report"]["units"].as_object().unwrap();
+    assert!(units["issue"]["busy"].as_f64().unwrap() > 0.5);
+    for (unit, u) in units {
+        let busy = u["busy"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&busy), "{unit} {busy}");
+    }
+}
+
+/// Without tensors there is no minimum DRAM traffic to compare with, and the summary says so.
+#[test]
+fn the_summary_says_when_there_is_no_minimum_dram_traffic() {
+    let text = stdout_of(&["run", "scenarios/wgmma_stream.ron", "--no-trace"]);
+    assert!(
+        text.contains(
+            "  DRAM        0 B at 0 GB/s (no tensors declared: no minimum to compare with)"
+        ),
+        "{text}"
+    );
+    let text = stdout_of(&["run", "scenarios/gemm_ws.ron", "--no-trace"]);
+    assert!(
+        text.contains("(1.00x the minimum 3,145,728 B) at 93 GB/s"),
+        "{text}"
+    );
 }

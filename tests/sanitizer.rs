@@ -7,6 +7,7 @@ use common::{fixture, scenario_files, scratch, sim};
 use proptest::prelude::*;
 use sim::engine::{Config, Engine};
 use sim::gpu::preset::Preset;
+use sim::observe::report::Report;
 use sim::run::{self, RunOptions};
 
 /// The error a fixture's run ends with.
@@ -329,9 +330,18 @@ fn run_case(text: &str) {
         max_cycles: 200_000,
         ..Config::default()
     };
-    match Engine::new(&kernel, &preset, cfg).run() {
-        Ok(stats) => assert!(stats.cycles <= 200_000 + 10_000_000),
+    let (result, stats, _) = Engine::new(&kernel, &preset, cfg).run_traced();
+    match &result {
+        Ok(()) => assert!(stats.cycles <= 200_000 + 10_000_000),
         Err(e) => assert!(!e.to_string().is_empty()),
+    }
+    // Whatever the outcome, the report of the run up to where it stopped keeps every unit
+    // within its capacity (but `tensor`, which adds the wgmma pipe and the partitions' mma.sync
+    // cores, both of which a random program may keep busy at once).
+    let report = Report::new(&kernel, &preset, &stats, 0, None, 1830.0);
+    for (unit, u) in &report.units {
+        let over = unit != "tensor" && u.busy > 1.0 + 1e-12;
+        assert!(!over, "{unit} busy {} ({result:?}) in\n{text}", u.busy);
     }
     let _ = sim::analytic::bound::bound(&kernel, &preset, 1830.0);
 }

@@ -3,14 +3,21 @@
 mod common;
 
 use common::{scratch, sim_ok};
+use flate2::read::GzDecoder;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::Command;
 
-/// Runs a scenario with a trace at `level`; returns (run JSON, trace JSON).
+/// Runs a scenario with a trace at `level`; returns (run JSON, trace JSON, its path).
 fn traced(scenario: &str, level: &str, extra: &[&str]) -> (Value, Value, PathBuf) {
-    let path = scratch(&format!("{scenario}-{level}.json"));
+    traced_to(scenario, level, extra, &format!("{scenario}-{level}.json"))
+}
+
+/// As [`traced`], to the scratch file `name` (gzip-compressed when it ends in `.gz`).
+fn traced_to(scenario: &str, level: &str, extra: &[&str], name: &str) -> (Value, Value, PathBuf) {
+    let path = scratch(name);
     let p = path.to_str().unwrap();
     let file = format!("scenarios/{scenario}.ron");
     let mut args = vec![
@@ -25,48 +32,124 @@ fn traced(scenario: &str, level: &str, extra: &[&str]) -> (Value, Value, PathBuf
     args.extend_from_slice(extra);
     let out = sim_ok(&args);
     let run: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let trace: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let mut bytes = Vec::new();
+    let raw = std::fs::read(&path).unwrap();
+    if name.ends_with(".gz") {
+        GzDecoder::new(&raw[..]).read_to_end(&mut bytes).unwrap();
+    } else {
+        bytes = raw;
+    }
+    let trace: Value = serde_json::from_slice(&bytes).unwrap();
     (run, trace, path)
 }
 
+/// An event's `ts` (or `dur`) in cycles: the trace writes one cycle as one nanosecond, so the
+/// microseconds in the file times 1000 are a whole number of cycles.
+fn cycles(e: &Value, key: &str) -> u64 {
+    let us = e[key].as_f64().unwrap_or_else(|| panic!("{key} of {e}"));
+    let c = (us * 1000.0).round();
+    assert!(
+        (us * 1000.0 - c).abs() < 1e-6,
+        "{key} {us} is not cycles / 1000: {e}"
+    );
+    c as u64
+}
+
+/// A slice's start and duration in cycles, and the slice.
+type Slice<'a> = (u64, u64, &'a Value);
+
 /// Checks the trace's structure and that its slices account for every warp-cycle the run
 /// reported: per warp, slices are ordered, do not overlap, tile the lifetime; per role, the
-/// state totals equal `sim run`'s.
+/// state totals equal `sim run`'s. Flows pair up and bind to slices; async slices pair up.
 fn check_schema(run: &Value, trace: &Value) {
     let events = trace["traceEvents"].as_array().expect("traceEvents");
     let other = &trace["otherData"];
-    assert_eq!(other["time_unit"], "1 ts unit = 1 SM cycle");
+    assert_eq!(
+        other["time_unit"],
+        "ts and dur in µs, 1 ns = 1 SM cycle (ts = cycles / 1000)"
+    );
     assert_eq!(other["report"]["cycles"], run["cycles"]);
-    for key in ["scenario", "seed", "version", "level"] {
+    assert_eq!(other["params"], run["params"]);
+    assert_eq!(other["preset"], run["gpu"]);
+    assert_eq!(other["seed"], run["seed"]);
+    assert_eq!(other["version"], env!("CARGO_PKG_VERSION"));
+    for key in ["scenario", "file", "sets", "level"] {
         assert!(!other[key].is_null(), "otherData.{key}");
     }
-    let mut slices: BTreeMap<u64, Vec<(u64, u64, &Value)>> = BTreeMap::new();
+    // Slices per (pid, tid), flow and async ends per id.
+    let mut slices: BTreeMap<(u64, u64), Vec<Slice>> = BTreeMap::new();
+    let mut flows: BTreeMap<u64, Vec<&Value>> = BTreeMap::new();
+    let mut spans: BTreeMap<u64, Vec<&Value>> = BTreeMap::new();
     for e in events {
         let ph = e["ph"].as_str().expect("ph");
-        assert!(
-            e["name"].is_string() && e["pid"].is_u64() && e["tid"].is_u64(),
-            "{e}"
-        );
+        assert!(e["name"].is_string(), "{e}");
+        assert!(e["pid"].as_u64().unwrap() >= 1, "pid from 1: {e}");
+        match ph {
+            // Counters and process metadata are process-wide: no thread, not even tid 0.
+            "C" => assert!(e["tid"].is_null() && e["args"].is_object(), "{e}"),
+            "M" => assert!(e["args"].is_object()),
+            _ => assert!(e["tid"].as_u64().unwrap() >= 1, "tid from 1: {e}"),
+        }
+        let at = cycles(e, "ts");
         match ph {
             "X" => {
-                let (ts, dur) = (e["ts"].as_u64().unwrap(), e["dur"].as_u64().unwrap());
+                let dur = cycles(e, "dur");
                 assert!(dur > 0, "{e}");
-                slices
-                    .entry(e["tid"].as_u64().unwrap())
-                    .or_default()
-                    .push((ts, dur, e));
+                assert!(e["cat"].is_string(), "slices have a category: {e}");
+                let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+                slices.entry(key).or_default().push((at, dur, e));
             }
-            "C" | "i" => assert!(e["ts"].is_u64() && e["args"].is_object(), "{e}"),
-            "M" => assert!(e["args"].is_object()),
+            "s" | "f" => flows.entry(e["id"].as_u64().unwrap()).or_default().push(e),
+            "b" | "e" => spans.entry(e["id"].as_u64().unwrap()).or_default().push(e),
+            "C" | "M" => {}
             other => panic!("unexpected phase {other}"),
         }
+    }
+    for list in slices.values_mut() {
+        list.sort_by_key(|s| s.0);
+    }
+    let within = |e: &Value| {
+        let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+        let at = cycles(e, "ts");
+        slices
+            .get(&key)
+            .is_some_and(|l| l.iter().any(|&(ts, dur, _)| ts <= at && at < ts + dur))
+    };
+    for (id, ends) in &flows {
+        // A start can come after its end in the file: viewers sort by time.
+        let mut ends = ends.clone();
+        ends.sort_by_key(|e| e["ph"] == "f");
+        let phases: Vec<&str> = ends.iter().map(|e| e["ph"].as_str().unwrap()).collect();
+        assert_eq!(phases, ["s", "f"], "flow {id}: one start and one end");
+        let (s, f) = (ends[0], ends[1]);
+        assert_eq!(
+            (&s["cat"], &s["name"]),
+            (&f["cat"], &f["name"]),
+            "flow {id}"
+        );
+        assert!(cycles(s, "ts") <= cycles(f, "ts"), "flow {id} goes forward");
+        assert_eq!(
+            f["bp"], "e",
+            "flow {id} binds to the slice enclosing its end"
+        );
+        for e in &ends {
+            assert!(within(e), "flow {id}: no slice on its thread encloses {e}");
+        }
+    }
+    for (id, ends) in &spans {
+        let phases: Vec<&str> = ends.iter().map(|e| e["ph"].as_str().unwrap()).collect();
+        assert_eq!(phases, ["b", "e"], "async slice {id}");
+        assert!(cycles(ends[0], "ts") <= cycles(ends[1], "ts"));
+        assert_eq!(ends[0]["cat"], ends[1]["cat"]);
     }
     let warps = other["warps"].as_array().unwrap();
     let mut per_role: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     for w in warps {
         let id = w["id"].as_u64().unwrap();
-        let list = slices.get_mut(&id).expect("every warp has slices");
-        list.sort_by_key(|s| s.0);
+        assert_eq!(w["tid"].as_u64().unwrap(), id + 1);
+        assert_eq!(w["pid"].as_u64().unwrap(), w["sm"].as_u64().unwrap() + 1);
+        let key = (w["pid"].as_u64().unwrap(), w["tid"].as_u64().unwrap());
+        let list = slices.get(&key).expect("every warp has slices");
         for pair in list.windows(2) {
             assert_eq!(
                 pair[0].0 + pair[0].1,
@@ -89,8 +172,9 @@ fn check_schema(run: &Value, trace: &Value) {
                     }
                 }
                 None => {
+                    assert_eq!(e["cat"], e["args"]["state"], "{e}");
                     *role
-                        .entry(e["name"].as_str().unwrap().to_string())
+                        .entry(e["cat"].as_str().unwrap().to_string())
                         .or_default() += dur
                 }
             }
@@ -107,23 +191,70 @@ fn check_schema(run: &Value, trace: &Value) {
     }
 }
 
+/// The (ph, cat) pairs of a trace's events, with the names of the event threads' slices.
+fn kinds(trace: &Value) -> (Vec<(String, String)>, Vec<String>) {
+    let mut kinds = Vec::new();
+    let mut names = Vec::new();
+    for e in trace["traceEvents"].as_array().unwrap() {
+        let (ph, cat) = (e["ph"].as_str().unwrap(), e["cat"].as_str().unwrap_or(""));
+        kinds.push((ph.to_string(), cat.to_string()));
+        if ph == "X" && e["tid"].as_u64().unwrap() >= 1 << 30 {
+            names.push(e["name"].as_str().unwrap().to_string());
+        }
+    }
+    (kinds, names)
+}
+
 #[test]
 fn traces_account_for_every_warp_cycle() {
     for level in ["warps", "instructions"] {
         let (run, trace, _) = traced("fa3_pingpong", level, &[]);
         check_schema(&run, &trace);
-        let names: Vec<&str> = trace["traceEvents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["ph"] == "i")
-            .filter_map(|e| e["name"].as_str())
-            .collect();
+        let (kinds, names) = kinds(&trace);
         for kind in ["mbarrier phase", "TMA complete", "named barrier"] {
-            assert!(names.contains(&kind), "{level}: no {kind} events");
+            assert!(names.iter().any(|n| n == kind), "{level}: no {kind} slices");
+        }
+        for (ph, cat) in [
+            ("s", "tma"),
+            ("s", "mbarrier"),
+            ("s", "wgmma"),
+            ("b", "tma"),
+            ("b", "wgmma"),
+        ] {
+            let has = kinds.iter().any(|(p, c)| p == ph && c == cat);
+            assert!(has, "{level}: no {ph} events of {cat}");
         }
         assert!(run["trace"]["events"].as_u64().unwrap() > 100);
     }
+}
+
+#[test]
+fn slices_are_named_by_instruction_and_time_reads_in_cycles() {
+    let (run, trace, _) = traced("gemm_ws", "instructions", &[]);
+    let events = trace["traceEvents"].as_array().unwrap();
+    let warp_slices: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["tid"].as_u64().unwrap() < 1 << 30)
+        .collect();
+    let named = |name: &str, cat: &str| {
+        warp_slices
+            .iter()
+            .any(|e| e["name"] == name && e["cat"] == cat)
+    };
+    assert!(named("mbarrier.wait on full", "mbarrier_wait"));
+    assert!(named("wgmma.wait_group", "wgmma_wait"));
+    assert!(named("tma_load", "selected"));
+    // The last warp slice ends by the run's last cycle, written as cycles / 1000 µs.
+    let end = warp_slices
+        .iter()
+        .map(|e| cycles(e, "ts") + cycles(e, "dur"))
+        .max()
+        .unwrap();
+    let total = run["cycles"].as_u64().unwrap();
+    assert!(end <= total && end > total / 2, "{end} of {total}");
+    let text = std::fs::read_to_string(scratch("gemm_ws-instructions.json")).unwrap();
+    let last = format!("\"ts\":{}.", end / 1000);
+    assert!(text.contains(&last), "no ts in µs near {last}");
 }
 
 #[test]
@@ -142,13 +273,18 @@ fn filters_restrict_the_trace() {
         &["--trace-sms", "0..2", "--trace-window", "1000..5000"],
     );
     for e in trace["traceEvents"].as_array().unwrap() {
+        let pid = e["pid"].as_u64().unwrap();
         match e["ph"].as_str().unwrap() {
             "X" => {
-                assert!(e["pid"].as_u64().unwrap() < 2, "{e}");
-                let ts = e["ts"].as_u64().unwrap();
-                assert!(ts >= 1000 && ts + e["dur"].as_u64().unwrap() <= 5000, "{e}");
+                assert!((1..=2).contains(&pid), "SMs 0 and 1 are pids 1 and 2: {e}");
+                let ts = cycles(e, "ts");
+                assert!(ts >= 1000 && ts + cycles(e, "dur") <= 5000, "{e}");
             }
-            "C" if e["pid"].as_u64().unwrap() < 100_000 => assert!(e["pid"].as_u64().unwrap() < 2),
+            "s" | "f" | "b" | "e" => {
+                assert!((1..=2).contains(&pid), "{e}");
+                assert!((1000..5000).contains(&cycles(e, "ts")), "{e}");
+            }
+            "C" if pid < 100_000 => assert!((1..=2).contains(&pid)),
             _ => {}
         }
     }
@@ -247,4 +383,123 @@ fn the_report_renders_in_a_browser() {
         assert!(dom.contains(&format!("id=\"{id}\"")), "no #{id}");
     }
     assert!(dom.matches("<rect").count() > 5, "stall bars drawn");
+}
+
+/// Every counter sample of every shipped scenario stays within what its unit can do: busy
+/// fractions in [0, 1], L2 bytes per cycle within the L2 slices' bandwidth, DRAM bytes per
+/// cycle within HBM's at the clock the run converted it at. Work is counted in the cycles it
+/// covers, not when it was booked (a load books L2 and HBM hundreds of cycles ahead).
+#[test]
+fn counters_stay_within_physical_limits() {
+    let mut peak_l2 = 0.0f64;
+    for file in common::scenario_files() {
+        let name = file.file_stem().unwrap().to_str().unwrap().to_string();
+        let (run, trace, _) = traced(&name, "summary", &[]);
+        let preset = sim::gpu::preset::Preset::builtin(run["gpu"].as_str().unwrap()).unwrap();
+        let m = &preset.memory;
+        let l2 = m.l2.bytes_per_cycle;
+        let clock = run["reference_clock_mhz"].as_f64().unwrap();
+        let dram = m.hbm.bandwidth_gbs * 1e9 * m.hbm.efficiency / (clock * 1e6);
+        // Links keep time in 2^-24 cycles per byte, rounded: a rate up to a few ppm high.
+        let tolerance = 1.0 + 1e-4;
+        let mut busy_samples = 0;
+        for e in trace["traceEvents"].as_array().unwrap() {
+            if e["ph"] != "C" {
+                continue;
+            }
+            for (series, v) in e["args"].as_object().unwrap() {
+                let v = v.as_f64().unwrap();
+                assert!(v >= 0.0, "{name}: {series} {v} at {}", e["ts"]);
+                let limit = match series.as_str() {
+                    "l2_bytes_per_cycle" => {
+                        peak_l2 = peak_l2.max(v);
+                        l2 * tolerance
+                    }
+                    "dram_bytes_per_cycle" => dram * tolerance,
+                    _ => {
+                        busy_samples += 1;
+                        1.0 + 1e-9
+                    }
+                };
+                assert!(v <= limit, "{name}: {series} {v} > {limit} at {}", e["ts"]);
+            }
+        }
+        assert!(busy_samples > 0, "{name}: no busy samples");
+    }
+    assert!(peak_l2 > 0.0, "some scenario moves data through L2");
+}
+
+/// `--trace PATH.gz` writes gzip, which `sim stalls` and `sim report` read as they read JSON.
+#[test]
+fn gzip_traces_read_like_plain_ones() {
+    let (run, trace, gz) = traced_to("fa3_pingpong", "warps", &[], "fa3.json.gz");
+    check_schema(&run, &trace);
+    let raw = std::fs::read(&gz).unwrap();
+    assert_eq!(raw[..2], [0x1f, 0x8b], "a gzip stream");
+    let (_, _, plain) = traced_to("fa3_pingpong", "warps", &[], "fa3-plain.json");
+    assert!(raw.len() * 5 < std::fs::metadata(&plain).unwrap().len() as usize);
+    let stalls = |p: &PathBuf| sim_ok(&["stalls", p.to_str().unwrap(), "--json"]).stdout;
+    assert_eq!(stalls(&gz), stalls(&plain));
+    let page = scratch("fa3-gz.html");
+    sim_ok(&["report", gz.to_str().unwrap(), "-o", page.to_str().unwrap()]);
+    assert!(std::fs::read_to_string(&page)
+        .unwrap()
+        .contains("mbarrier phase"));
+}
+
+/// Runs writing the same trace at once leave one whole trace and no temporary file: each
+/// writes beside it and renames its file over it when done.
+#[test]
+fn concurrent_runs_never_interleave_a_trace() {
+    let dir = scratch("concurrent");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("same.json");
+    let p = path.to_str().unwrap();
+    let children: Vec<_> = (0..4)
+        .map(|seed| {
+            let seed = seed.to_string();
+            common::command(&[
+                "run",
+                "scenarios/gemm_ws.ron",
+                "--trace",
+                p,
+                "--seed",
+                &seed,
+            ])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let trace: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert!(trace["otherData"]["seed"].as_u64().unwrap() < 4);
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["same.json"], "temporary files left behind");
+}
+
+/// The default trace name carries the options that change the run.
+#[test]
+fn the_default_trace_name_reflects_the_parameters() {
+    let out = sim_ok(&[
+        "run",
+        "scenarios/wgmma_stream.ron",
+        "--set",
+        "n=32",
+        "--seed",
+        "2",
+        "--json",
+    ]);
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let path = "traces/wgmma_stream-n=32-seed=2.trace.json";
+    assert_eq!(run["trace"]["path"], path);
+    let file = common::root().join(path);
+    let trace: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    assert_eq!(trace["otherData"]["sets"], serde_json::json!(["n=32"]));
+    assert_eq!(trace["otherData"]["params"]["n"], 32);
 }

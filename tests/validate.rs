@@ -223,3 +223,27 @@ fn the_clock_rows_compare_the_preset_with_each_measured_load() {
     let v = validate::validate("h200-sxm", &slower, &groups[..1]).expect("runs");
     assert_eq!(v.groups[0].pass, Some(false), "{}", v.table());
 }
+
+/// `--data DIR` names a new run's measurements: a folder that is missing, or holds none of
+/// them, is an error, never a silent comparison against the stored data.
+#[test]
+fn a_missing_or_empty_data_folder_is_an_error() {
+    let missing = common::scratch("no-such-data");
+    let empty = common::scratch("empty-data");
+    std::fs::create_dir_all(&empty).unwrap();
+    for (dir, says) in [
+        (&missing, "no such folder"),
+        (&empty, "none of the measurement files is there"),
+    ] {
+        let out = command(&["validate", "--data", dir.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", dir.display());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(says) && err.contains("wgmma.csv") == (dir == &empty),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty(), "no table from stored data");
+    }
+}

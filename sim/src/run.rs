@@ -5,7 +5,7 @@ use crate::analytic::bound;
 use crate::engine::{Config, Engine, Progress, SimError};
 use crate::gpu::preset::{Preset, PresetError};
 use crate::observe::report::{Report, TraceReport};
-use crate::observe::trace::{Filter, Level, Tracer};
+use crate::observe::trace::{self, Filter, Level, Tracer};
 use crate::observe::warp_state::State;
 use isa::program::Kernel;
 use isa::Diagnostic;
@@ -37,7 +37,7 @@ pub const DEFAULT_TRACE_SMS: u32 = 8;
 /// Where a trace goes and what it holds.
 #[derive(Clone, Debug)]
 pub struct TraceOptions {
-    /// The file; `None` = `traces/<scenario>.trace.json`.
+    /// The file (gzip-compressed when it ends in `.gz`); `None` = [`default_trace_path`].
     pub path: Option<PathBuf>,
     pub filter: Filter,
 }
@@ -185,7 +185,7 @@ fn simulate_traced(
                 .map(|(place, c)| (place.to_string(), json!(c)))
                 .collect();
             warps.push(json!({
-                "id": id, "name": w.name, "role": w.role, "cta": w.cta, "sm": w.sm,
+                "id": id, "pid": trace::sm_pid(w.sm), "tid": trace::warp_tid(id as u32), "name": w.name, "role": w.role, "cta": w.cta, "sm": w.sm,
                 "lifetime": w.lifetime, "states": states, "mbarrier_waits": mbarriers,
                 "wgmma_waits": wgmma,
             }));
@@ -216,6 +216,7 @@ fn simulate_traced(
 /// Ends a trace with its `otherData`: the run's report (or the error that stopped it) and each
 /// warp's state totals. Returns the number of events written.
 fn finish_trace(
+    file: &str,
     tracer: Tracer,
     warps: Vec<Value>,
     kernel: &Kernel,
@@ -226,9 +227,13 @@ fn finish_trace(
     let level = tracer.level();
     let filter = tracer.filter().clone();
     let other = json!({
-        "time_unit": "1 ts unit = 1 SM cycle",
+        "time_unit": "ts and dur in µs, 1 ns = 1 SM cycle (ts = cycles / 1000)",
         "version": env!("CARGO_PKG_VERSION"),
         "scenario": kernel.name,
+        "file": file,
+        "params": kernel.params,
+        "sets": opts.sets.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(),
+        "preset": report.gpu,
         "seed": opts.seed,
         "level": level,
         "filter": {
@@ -244,6 +249,27 @@ fn finish_trace(
     tracer.finish(other)
 }
 
+/// `traces/<scenario>.trace.json`, with the options that change the run in the name
+/// (`traces/gemm_ws-stages=1-seed=3.trace.json`: `--set` pairs in order, `gpu=` and `seed=`
+/// when given), so that runs of one scenario with different parameters keep their own traces.
+pub fn default_trace_path(kernel: &Kernel, opts: &RunOptions) -> PathBuf {
+    let mut name = kernel.name.clone();
+    let mut tag = |s: String| {
+        name.push('-');
+        name.push_str(&s);
+    };
+    for (k, v) in &opts.sets {
+        tag(format!("{k}={v}"));
+    }
+    if let Some(gpu) = &opts.gpu {
+        tag(format!("gpu={gpu}"));
+    }
+    if opts.seed != 0 {
+        tag(format!("seed={}", opts.seed));
+    }
+    PathBuf::from(format!("traces/{name}.trace.json"))
+}
+
 /// Loads, validates and simulates a scenario file, and bounds it (`analytic::bound`) at the
 /// clock the simulation converted HBM bandwidth at. A kernel the walk cannot bound still gets its report, with the reason.
 pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
@@ -252,7 +278,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
     let trace_path = opts.trace.as_ref().map(|t| {
         t.path
             .clone()
-            .unwrap_or_else(|| PathBuf::from(format!("traces/{}.trace.json", kernel.name)))
+            .unwrap_or_else(|| default_trace_path(&kernel, opts))
     });
     // Whole-GPU runs trace the first few SMs' warps unless told otherwise: every SM's would
     // make a file too large to open (ui.perfetto.dev holds a few hundred thousand events).
@@ -289,7 +315,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
         Ok(r) => (r, None),
         Err((e, r)) => (r, Some(e)),
     };
-    let events = finish_trace(tracer, warps, &kernel, report, error, opts)
+    let events = finish_trace(&file, tracer, warps, &kernel, report, error, opts)
         .map_err(|e| RunError::Io(shown.clone(), e))?;
     match result {
         Ok(mut report) => {

@@ -2,12 +2,12 @@
 //!
 //! Timing code reports what happened with [`Engine::emit`] and never mentions who listens: the
 //! sanitizer ([`crate::observe::sanitizer`]) checks the event before the instruction's effects
-//! are applied, and the trace writer ([`crate::observe::trace`]) gets its instants, state
+//! are applied, and the trace writer ([`crate::observe::trace`]) gets its events, flows, state
 //! intervals and counter samples from here. Observers never change timing.
 
 use super::Engine;
 use crate::observe::sanitizer::Finding;
-use crate::observe::trace;
+use crate::observe::trace::{self, Lane};
 use crate::observe::warp_state::State;
 use isa::program::{Inst, Op, Pipe};
 use serde_json::{json, Value};
@@ -34,8 +34,8 @@ pub enum Hook {
         acc: u16,
         pipe: Pipe,
     },
-    /// A TMA load into `slot` issued.
-    TmaLoadIssued { slot: u32 },
+    /// Warp `warp` issued a TMA load into `slot`.
+    TmaLoadIssued { warp: u32, slot: u32 },
     /// A TMA load's box of `bytes` is in shared memory (before its complete-tx on `bar`).
     TmaLoadLanded {
         cta: u32,
@@ -52,6 +52,18 @@ pub enum Hook {
     },
     /// Mbarrier `bar` completed a phase.
     PhaseCompleted { cta: u32, bar: u32 },
+    /// The phase just completed (`PhaseCompleted`) releases warp `warp` of CTA `cta`, which
+    /// wakes at cycle `at`.
+    MbarrierWaiterReleased { warp: u32, cta: u32, at: u64 },
+    /// Warp `warp` of `warpgroup` committed a wgmma group, closed by its `group`-th HGMMA.
+    WgmmaCommitted {
+        warp: u32,
+        warpgroup: u32,
+        group: u64,
+    },
+    /// Warp `warp`'s `wgmma.wait_group` is released: the group closed by its warpgroup's
+    /// `group`-th HGMMA completed.
+    WgmmaWaitReleased { warp: u32, group: u64 },
     /// Named barrier `id` reached its thread count.
     NamedBarrierReleased { cta: u32, id: usize, threads: u32 },
 }
@@ -63,7 +75,7 @@ impl Engine<'_> {
             s.observe(&hook)?;
         }
         if self.tracer.is_some() {
-            self.trace_instant(hook);
+            self.trace_hook(hook);
         }
         Ok(())
     }
@@ -74,18 +86,34 @@ impl Engine<'_> {
         let _ = self.emit(hook);
     }
 
-    /// The trace's instant events: TMA landings, mbarrier phases, named-barrier releases.
-    fn trace_instant(&mut self, hook: Hook) {
-        let (cta, name, args) = match hook {
+    /// What the trace draws of an event: the event threads' slices, the TMA boxes and wgmma
+    /// groups in flight, and the flows between them and the warps.
+    fn trace_hook(&mut self, hook: Hook) {
+        let now = self.now;
+        let sm_of = |e: &Self, cta: u32| e.ctas[cta as usize].sm;
+        match hook {
+            Hook::TmaLoadIssued { warp, slot } => {
+                if let Some(t) = &mut self.tracer {
+                    t.tma_issued(warp, slot, now);
+                }
+            }
             Hook::TmaLoadLanded {
-                cta, bar, bytes, ..
+                cta,
+                slot,
+                bar,
+                bytes,
             } => {
                 let args = json!({
                     "cta": self.ctas[cta as usize].block,
+                    "slot": self.names.slot_name(slot),
                     "mbarrier": self.names.mbarrier(bar),
                     "bytes": bytes,
                 });
-                (cta, "TMA complete", args)
+                let name = format!("TMA {}", self.names.slot_name(slot));
+                let sm = sm_of(self, cta);
+                if let Some(t) = &mut self.tracer {
+                    t.tma_landed(sm, slot, now, &name, args);
+                }
             }
             Hook::PhaseCompleted { cta, bar } => {
                 let c = &self.ctas[cta as usize];
@@ -95,18 +123,48 @@ impl Engine<'_> {
                     "mbarrier": self.names.mbarrier(bar),
                     "completed_phase": phase,
                 });
-                (cta, "mbarrier phase", args)
+                let sm = c.sm;
+                if let Some(t) = &mut self.tracer {
+                    t.sm_event(sm, Lane::Barriers, now, "mbarrier phase", args);
+                }
+            }
+            Hook::MbarrierWaiterReleased { warp, cta, at } => {
+                let sm = sm_of(self, cta);
+                if let Some(t) = &mut self.tracer {
+                    t.waiter_released(sm, warp, now, at);
+                }
             }
             Hook::NamedBarrierReleased { cta, id, threads } => {
-                let args =
-                    json!({ "cta": self.ctas[cta as usize].block, "id": id, "threads": threads });
-                (cta, "named barrier", args)
+                let c = &self.ctas[cta as usize];
+                let args = json!({ "cta": c.block, "id": id, "threads": threads });
+                let sm = c.sm;
+                if let Some(t) = &mut self.tracer {
+                    t.sm_event(sm, Lane::Barriers, now, "named barrier", args);
+                }
             }
-            _ => return,
-        };
-        let sm = self.ctas[cta as usize].sm;
-        if let Some(t) = &mut self.tracer {
-            t.instant(sm, self.now, name, args);
+            Hook::WgmmaCommitted {
+                warp,
+                warpgroup,
+                group,
+            } => {
+                if let Some(t) = &mut self.tracer {
+                    t.wgmma_committed(warp, warpgroup, group, now);
+                }
+            }
+            Hook::WgmmaWaitReleased { warp, group } => {
+                if let Some(t) = &mut self.tracer {
+                    t.wgmma_released(warp, group, now);
+                }
+            }
+            Hook::HgmmaCompleted { warpgroup, .. } => {
+                if let Some(t) = &mut self.tracer {
+                    t.hgmma_completed(warpgroup, now);
+                }
+            }
+            Hook::WgmmaIssued { .. }
+            | Hook::HgmmaSubmitted { .. }
+            | Hook::AccumulatorsRead { .. }
+            | Hook::MbarrierUpdated { .. } => {}
         }
     }
 
@@ -156,6 +214,16 @@ impl Engine<'_> {
 
     /// Writes unit busy fractions per SM and GPU-wide bandwidths for each elapsed sample window
     /// (`last`: also the partial window at the end).
+    ///
+    /// Work is booked ahead of time (a load books the L2 slices and HBM channels it will use
+    /// hundreds of cycles later), so a sample counts the work done by its cycle, not the work
+    /// booked by then: each unit's busy cycles (bytes for L2 and HBM) less those still booked
+    /// ahead of the cycle (`busy_by`). That never exceeds what the unit did, and a sample never
+    /// counts more than its unit can do in the window: work booked later starts after all that
+    /// is booked now, so the idle time subtracted ahead of one sample is idle for good. The
+    /// cumulative figures are kept from going back (a new booking far ahead enlarges what is
+    /// subtracted), so no sample is negative; the last sample counts all the work booked to end
+    /// by the run's last cycle (write-backs still queued after it are not drawn).
     pub(crate) fn sample(&mut self, last: bool) {
         let Some(t) = &self.tracer else {
             return;
@@ -174,30 +242,32 @@ impl Engine<'_> {
         let mut rows = Vec::new();
         for (i, sm) in self.sms.iter().enumerate() {
             let pp = &self.parts[i * parts..(i + 1) * parts];
+            let tma_ahead = sm.tma_covered_until.saturating_sub(at).min(sm.tma_busy);
             let now = [
-                sm.tensor.busy(),
-                sm.port.busy(),
-                pp.iter().map(|p| p.pipes[2].busy()).sum::<u64>() / parts as u64,
-                sm.tma_busy,
-                self.mem.port_busy(i as u32),
-                sm.tma_fill.busy(),
+                sm.tensor.busy_by(at) as f64,
+                sm.port.busy_by(at) as f64,
+                pp.iter().map(|p| p.pipes[2].busy_by(at)).sum::<u64>() as f64 / parts as f64,
+                (sm.tma_busy - tma_ahead) as f64,
+                self.mem.port_busy_by(i as u32, at),
+                sm.tma_fill.busy_by(at),
             ];
-            let before = std::mem::replace(&mut self.sample_prev[i], now);
+            let before = self.sample_prev[i];
+            let now = std::array::from_fn(|u| now[u].max(before[u]));
+            self.sample_prev[i] = now;
             if sm.launched > 0 {
                 let series: serde_json::Map<String, Value> = trace::BUSY_UNITS
                     .iter()
                     .zip(now.iter().zip(before))
-                    .map(|(&name, (&n, b))| {
-                        (name.to_string(), json!(((n - b) as f64 / span).min(1.0)))
-                    })
+                    .map(|(&name, (&n, b))| (name.to_string(), json!((n - b) / span)))
                     .collect();
                 rows.push((i as u32, Value::Object(series)));
             }
         }
-        let (l2, dram) = (self.mem.l2_bytes(), self.mem.dram_bytes());
+        let l2 = self.mem.l2_bytes_by(at).max(self.sample_mem.0);
+        let dram = self.mem.dram_bytes_by(at).max(self.sample_mem.1);
         let gpu = json!({
-            "l2_bytes_per_cycle": (l2 - self.sample_mem.0) as f64 / span,
-            "dram_bytes_per_cycle": (dram - self.sample_mem.1) as f64 / span,
+            "l2_bytes_per_cycle": (l2 - self.sample_mem.0) / span,
+            "dram_bytes_per_cycle": (dram - self.sample_mem.1) / span,
         });
         self.sample_mem = (l2, dram);
         let start = self.sampled_at;
@@ -206,8 +276,8 @@ impl Engine<'_> {
             return;
         };
         for (sm, series) in rows {
-            t.counters(sm, "busy", start, series);
+            t.counters(Some(sm), "busy", start, series);
         }
-        t.counters(trace::GPU_PID, "bandwidth", start, gpu);
+        t.counters(None, "bandwidth", start, gpu);
     }
 }

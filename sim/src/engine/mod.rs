@@ -114,11 +114,11 @@ pub struct Engine<'a> {
     /// Main-loop iterations and CTAs retired, for progress reports.
     iterations: u64,
     pub(crate) retired: u32,
-    /// Trace sampling: the last sample's cycle, each SM's cumulative unit busy cycles then, and
-    /// the memory system's cumulative L2 and DRAM bytes then.
+    /// Trace sampling: the last sample's cycle, each SM's unit busy cycles done by then, and
+    /// the bytes through the L2 slices and HBM channels by then (`Engine::sample`).
     pub(crate) sampled_at: u64,
-    pub(crate) sample_prev: Vec<[u64; BUSY_UNITS.len()]>,
-    pub(crate) sample_mem: (u64, u64),
+    pub(crate) sample_prev: Vec<[f64; BUSY_UNITS.len()]>,
+    pub(crate) sample_mem: (f64, f64),
     /// Global atomic counters, and where they live (after the tensors).
     pub(crate) counters: Vec<i64>,
     pub(crate) counter_base: u64,
@@ -167,8 +167,8 @@ impl<'a> Engine<'a> {
             iterations: 0,
             retired: 0,
             sampled_at: 0,
-            sample_prev: vec![[0; BUSY_UNITS.len()]; p.sm.count as usize],
-            sample_mem: (0, 0),
+            sample_prev: vec![[0.0; BUSY_UNITS.len()]; p.sm.count as usize],
+            sample_mem: (0.0, 0.0),
             counters: k.counters.iter().map(|(_, v)| *v).collect(),
             counter_base: next,
             error: None,
@@ -204,7 +204,8 @@ impl<'a> Engine<'a> {
         }
         self.sample(true);
         let tracer = self.tracer.take();
-        (result, self.finish(), tracer)
+        let stopped = result.is_err();
+        (result, self.finish(stopped), tracer)
     }
 
     fn simulate(&mut self) -> Result<(), SimError> {

@@ -31,6 +31,12 @@ impl Server {
     pub fn busy(&self) -> u64 {
         self.busy
     }
+
+    /// A lower bound on the busy cycles done by cycle `t`: the work booked less the span still
+    /// booked ahead of `t` (exact when nothing is booked to start after a gap ahead of `t`).
+    pub fn busy_by(&self, t: u64) -> u64 {
+        self.busy - self.next_free.saturating_sub(t).min(self.busy)
+    }
 }
 
 #[cfg(test)]
@@ -45,6 +51,17 @@ mod tests {
         assert_eq!(s.book(30, 1), (30, 31)); // idle gap is not busy
         assert_eq!(s.busy(), 11);
         assert_eq!(s.next_free(), 31);
+    }
+
+    #[test]
+    fn work_booked_ahead_is_not_done_yet() {
+        let mut s = Server::default();
+        s.book(10, 20); // [10, 30)
+        assert_eq!([s.busy_by(5), s.busy_by(20), s.busy_by(30)], [0, 10, 20]);
+        // Booked for later, past a gap: the gap counts as ahead too, so by 40 this says 10 of
+        // the 20 done (a lower bound), and exact again from the booking's start.
+        s.book(50, 10); // [50, 60)
+        assert_eq!([s.busy_by(40), s.busy_by(55), s.busy_by(60)], [10, 25, 30]);
     }
 
     #[test]
@@ -101,6 +118,22 @@ impl Link {
     pub fn next_free(&self) -> u64 {
         self.next_free.div_ceil(FP)
     }
+
+    /// Sub-cycle units of transfer done by cycle `t`, at least: as [`Server::busy_by`].
+    fn done_by(&self, t: u64) -> u64 {
+        let ahead = self.next_free.saturating_sub(t * FP).min(self.busy);
+        self.busy - ahead
+    }
+
+    /// Cycles spent transferring by cycle `t` (a lower bound, as [`Server::busy_by`]).
+    pub fn busy_by(&self, t: u64) -> f64 {
+        self.done_by(t) as f64 / FP as f64
+    }
+
+    /// Bytes transferred by cycle `t` (a lower bound, as [`Server::busy_by`]).
+    pub fn bytes_by(&self, t: u64) -> f64 {
+        self.done_by(t) as f64 / self.fp_per_byte as f64
+    }
 }
 
 #[cfg(test)]
@@ -123,7 +156,9 @@ mod link_tests {
     fn idle_gaps_are_not_busy() {
         let mut l = Link::new(64.0);
         assert_eq!(l.book(100, 640), 110);
+        assert_eq!([l.bytes_by(105), l.bytes_by(110)], [320.0, 640.0]);
         assert_eq!(l.book(200, 64), 201);
         assert_eq!(l.busy(), 11);
+        assert_eq!([l.busy_by(200), l.busy_by(201)], [10.0, 11.0]);
     }
 }

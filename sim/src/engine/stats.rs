@@ -76,9 +76,14 @@ pub struct RunStats {
 }
 
 impl Engine<'_> {
-    pub(crate) fn finish(self) -> RunStats {
-        // The last cycle anything happened, or later if booked work was still running.
-        let end = self.now.max(self.horizon);
+    /// The run's results; `stopped`: it failed during cycle `now`, whose issues and bookings
+    /// then count (a run that completes ends after its last cycle with work in it).
+    pub(crate) fn finish(self, stopped: bool) -> RunStats {
+        // The last cycle anything happened, or later if booked work was still running. A run
+        // stopped by an error has worked through cycle `now` itself: without it, what issued
+        // in that cycle would count over one cycle too few (a 4-cycle run issuing in all four
+        // reported 125% of its issue slots).
+        let end = (self.now + u64::from(stopped)).max(self.horizon);
         let p = self.p;
         let pipe_busy = |i: usize| self.parts.iter().map(|pt| pt.pipes[i].busy()).sum::<u64>();
         let mem = self.mem.stats();

@@ -53,6 +53,10 @@ impl Hbm {
     pub fn write_bytes(&self) -> u64 {
         self.write_bytes
     }
+    /// Bytes through the channels by cycle `t` (at least; `Link::bytes_by`).
+    pub fn bytes_by(&self, t: u64) -> f64 {
+        self.channels.iter().map(|c| c.bytes_by(t)).sum()
+    }
 }
 
 #[cfg(test)]

@@ -213,6 +213,21 @@ impl MemSys {
     pub fn port_busy(&self, sm: u32) -> u64 {
         self.ports[sm as usize].busy()
     }
+
+    /// Cycles SM `sm`'s port transferred by cycle `t` (at least; `Link::busy_by`).
+    pub fn port_busy_by(&self, sm: u32, t: u64) -> f64 {
+        self.ports[sm as usize].busy_by(t)
+    }
+
+    /// Bytes through the L2 slices by cycle `t` (at least; `Link::bytes_by`).
+    pub fn l2_bytes_by(&self, t: u64) -> f64 {
+        self.slices.iter().map(|s| s.bytes_by(t)).sum()
+    }
+
+    /// Bytes through the HBM channels by cycle `t` (at least; `Link::bytes_by`).
+    pub fn dram_bytes_by(&self, t: u64) -> f64 {
+        self.hbm.bytes_by(t)
+    }
 }
 
 #[cfg(test)]

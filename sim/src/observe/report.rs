@@ -425,14 +425,22 @@ impl Report {
             grouped(self.l2.bytes),
             self.l2.bandwidth_gbs
         );
-        let _ = writeln!(
-            o,
-            "  DRAM        {} B ({:.2}x the minimum {} B) at {:.0} GB/s",
-            grouped(self.dram.bytes),
-            self.dram.bytes as f64 / self.dram.min_bytes.max(1) as f64,
-            grouped(self.dram.min_bytes),
-            self.dram.bandwidth_gbs
-        );
+        // The minimum is every declared tensor moved once; without tensors there is none to
+        // compare with.
+        let bytes = grouped(self.dram.bytes);
+        let bandwidth = self.dram.bandwidth_gbs;
+        let _ = match self.dram.min_bytes {
+            0 => writeln!(
+                o,
+                "  DRAM        {bytes} B at {bandwidth:.0} GB/s (no tensors declared: no minimum to compare with)"
+            ),
+            min => writeln!(
+                o,
+                "  DRAM        {bytes} B ({:.2}x the minimum {} B) at {bandwidth:.0} GB/s",
+                self.dram.bytes as f64 / min as f64,
+                grouped(min)
+            ),
+        };
         let _ = write!(o, "units busy  ");
         for name in [
             "tensor", "smem", "tma", "tma_fill", "l2_port", "mufu", "fma", "alu", "shfl", "issue",

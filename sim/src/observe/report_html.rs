@@ -5,7 +5,7 @@
 //! bucket coloured by its dominant state), and whole-GPU traces into one row per SM and role, so
 //! the page stays small and responsive whatever the trace's size.
 
-use crate::observe::trace::{BUSY_UNITS as UNITS, GPU_PID};
+use crate::observe::trace::{BUSY_UNITS as UNITS, EVENT_TID_BASE, GPU_PID};
 use crate::observe::trace_read::{self, ReadError, TraceEvent};
 use crate::observe::warp_state::State;
 use serde_json::{json, Value};
@@ -76,7 +76,8 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// The state shares of a slice: its `args.states` breakdown when merged, else all its name.
+/// The state shares of a warp's slice: its `args.states` breakdown when merged, else all its
+/// state (its `cat`).
 fn shares(e: &TraceEvent) -> Vec<(State, f64)> {
     let dur = e.dur.unwrap_or(0).max(1) as f64;
     match e.args.get("states").and_then(Value::as_object) {
@@ -84,7 +85,7 @@ fn shares(e: &TraceEvent) -> Vec<(State, f64)> {
             .iter()
             .filter_map(|(k, v)| Some((State::from_name(k)?, v.as_f64()? / dur)))
             .collect(),
-        None => State::from_name(&e.name)
+        None => State::from_name(&e.cat)
             .map(|s| vec![(s, 1.0)])
             .unwrap_or_default(),
     }
@@ -118,7 +119,7 @@ pub fn build(path: &Path) -> Result<String, ReadError> {
     let per_warp = warps.len() <= MAX_WARP_ROWS;
     let mut groups: BTreeMap<(u64, String), usize> = BTreeMap::new();
     for w in &warps {
-        let id = w["id"].as_u64().unwrap_or(0) as u32;
+        let tid = w["tid"].as_u64().unwrap_or(0) as u32;
         let sm = w["sm"].as_u64().unwrap_or(0);
         let role = w["role"].as_str().unwrap_or("?").to_string();
         let row = if per_warp {
@@ -135,15 +136,16 @@ pub fn build(path: &Path) -> Result<String, ReadError> {
                 next
             })
         };
-        tl.row_of.insert(id, row);
+        tl.row_of.insert(tid, row);
     }
     tl.cells = vec![vec![[0.0; State::COUNT]; BUCKETS]; tl.labels.len()];
 
     // Pass 2: slices into timeline buckets, counters into series.
     let mut busy: BTreeMap<u64, (f64, [f64; UNITS.len()])> = BTreeMap::new();
     let mut bandwidth: Vec<(u64, f64, f64)> = Vec::new();
-    let mut instants: BTreeMap<String, u64> = BTreeMap::new();
+    let mut events: BTreeMap<String, u64> = BTreeMap::new();
     trace_read::read(path, |e| match e.ph.as_str() {
+        "X" if e.tid >= EVENT_TID_BASE => *events.entry(e.name).or_default() += 1,
         "X" => {
             if let Some(&row) = tl.row_of.get(&e.tid) {
                 let sh = shares(&e);
@@ -162,7 +164,6 @@ pub fn build(path: &Path) -> Result<String, ReadError> {
                 slot.1[i] += e.args[*k].as_f64().unwrap_or(0.0);
             }
         }
-        "i" => *instants.entry(e.name).or_default() += 1,
         _ => {}
     })?;
 
@@ -179,7 +180,7 @@ pub fn build(path: &Path) -> Result<String, ReadError> {
         CSS,
         esc(&title)
     );
-    html.push_str(&summary(report, &other, &instants));
+    html.push_str(&summary(report, &other, &events));
     html.push_str(&legend());
     let _ = write!(
         html,

@@ -118,7 +118,7 @@ impl Sanitizer {
                     });
                 }
             }
-            Hook::TmaLoadIssued { slot } => {
+            Hook::TmaLoadIssued { slot, .. } => {
                 let s = grown(&mut self.slots, slot);
                 if s.readers > 0 {
                     return Err(Finding::WriteAfterRead {
@@ -142,7 +142,11 @@ impl Sanitizer {
                     });
                 }
             }
-            Hook::PhaseCompleted { .. } | Hook::NamedBarrierReleased { .. } => {}
+            Hook::PhaseCompleted { .. }
+            | Hook::MbarrierWaiterReleased { .. }
+            | Hook::NamedBarrierReleased { .. }
+            | Hook::WgmmaCommitted { .. }
+            | Hook::WgmmaWaitReleased { .. } => {}
         }
         Ok(())
     }
@@ -175,7 +179,7 @@ mod tests {
         let err = run(
             &mut s,
             &[
-                Hook::TmaLoadIssued { slot: B0 },
+                Hook::TmaLoadIssued { warp: 0, slot: B0 },
                 Hook::WgmmaIssued {
                     warp: 0,
                     reads: [NO_SLOT, B0],
@@ -195,7 +199,7 @@ mod tests {
     fn the_load_landing_first_makes_the_read_clean() {
         let mut s = sanitizer();
         let hooks = [
-            Hook::TmaLoadIssued { slot: B0 },
+            Hook::TmaLoadIssued { warp: 0, slot: B0 },
             Hook::TmaLoadLanded {
                 cta: 0,
                 slot: B0,
@@ -221,7 +225,7 @@ mod tests {
         ];
         assert_eq!(run(&mut s, &hooks), Ok(()));
         assert_eq!(
-            s.observe(&Hook::TmaLoadIssued { slot: A0 }),
+            s.observe(&Hook::TmaLoadIssued { warp: 0, slot: A0 }),
             Err(Finding::WriteAfterRead {
                 slot: "sA[0]".into(),
                 readers: 2
@@ -238,14 +242,14 @@ mod tests {
                 warpgroup: 0,
                 reads,
             },
-            Hook::TmaLoadIssued { slot: A0 },
+            Hook::TmaLoadIssued { warp: 0, slot: A0 },
             Hook::HgmmaSubmitted {
                 reads: [NO_SLOT, 7],
             },
         ];
         assert_eq!(run(&mut s, &hooks), Ok(()));
         assert_eq!(
-            s.observe(&Hook::TmaLoadIssued { slot: 7 }),
+            s.observe(&Hook::TmaLoadIssued { warp: 0, slot: 7 }),
             Err(Finding::WriteAfterRead {
                 slot: "sB[1]".into(),
                 readers: 1

@@ -1,22 +1,26 @@
-//! Reading traces written by [`crate::observe::trace`]: events are handed to a callback one at a time as
-//! the file is parsed, so a large trace is never held in memory; `otherData` (the run's summary)
-//! comes back whole.
+//! Reading traces written by [`crate::observe::trace`], plain or gzip-compressed (told apart by
+//! the file's first bytes): events are handed to a callback one at a time as the file is parsed,
+//! so a large trace is never held in memory; `otherData` (the run's summary) comes back whole.
 
+use crate::observe::trace::cycles_of;
+use flate2::read::MultiGzDecoder;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 use std::fmt;
-use std::io::BufReader;
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
-/// One trace event, as `sim stalls` and `sim report` need it.
+/// One trace event, as `sim stalls` and `sim report` need it; `ts` and `dur` in cycles.
 #[derive(Debug, Deserialize)]
 pub struct TraceEvent {
     pub name: String,
+    #[serde(default)]
+    pub cat: String,
     pub ph: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "cycles")]
     pub ts: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "some_cycles")]
     pub dur: Option<u64>,
     #[serde(default)]
     pub pid: u32,
@@ -24,6 +28,15 @@ pub struct TraceEvent {
     pub tid: u32,
     #[serde(default)]
     pub args: Value,
+}
+
+/// A time written in microseconds, one cycle a nanosecond, as cycles.
+fn cycles<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    f64::deserialize(d).map(cycles_of)
+}
+
+fn some_cycles<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    cycles(d).map(Some)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -84,7 +97,17 @@ impl<'de, F: FnMut(TraceEvent)> Visitor<'de> for Trace<'_, F> {
 pub fn read(path: &Path, mut on_event: impl FnMut(TraceEvent)) -> Result<Value, ReadError> {
     let name = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|e| ReadError::Io(name.clone(), e))?;
-    let mut de = serde_json::Deserializer::from_reader(BufReader::new(file));
+    let mut file = BufReader::new(file);
+    let head = file
+        .fill_buf()
+        .map_err(|e| ReadError::Io(name.clone(), e))?;
+    // gzip's magic number; JSON text never starts with it.
+    let reader: Box<dyn Read> = if head.starts_with(&[0x1f, 0x8b]) {
+        Box::new(BufReader::new(MultiGzDecoder::new(file)))
+    } else {
+        Box::new(file)
+    };
+    let mut de = serde_json::Deserializer::from_reader(reader);
     let other = de
         .deserialize_map(Trace(&mut on_event))
         .map_err(|e| ReadError::Format(name.clone(), e))?;

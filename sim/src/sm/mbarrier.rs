@@ -313,13 +313,15 @@ impl Engine<'_> {
             !ok
         });
         for w in released {
-            match &mut self.warps[w as usize].polling {
+            let at = match &mut self.warps[w as usize].polling {
                 Some(p) => {
                     p.sees_at = Some(seen);
-                    self.wake_at(w, seen);
+                    seen
                 }
-                None => self.wake_at(w, t),
-            }
+                None => t,
+            };
+            self.record(Hook::MbarrierWaiterReleased { warp: w, cta, at });
+            self.wake_at(w, at);
         }
     }
 }

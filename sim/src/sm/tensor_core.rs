@@ -88,6 +88,8 @@ pub struct TensorPipe {
     running: Option<Hgmma>,
     /// Math cycles (the busy measure: the fraction of time the tensor cores compute).
     busy: u64,
+    /// When the running (or last) HGMMA's math ends.
+    math_until: u64,
     flops: u64,
 }
 
@@ -111,6 +113,7 @@ impl TensorPipe {
         let (_, read_end) = port.book(now, h.smem_bytes().div_ceil(cost.port_bytes_per_cycle));
         self.running = Some(h);
         self.busy += math;
+        self.math_until = now + math;
         self.flops += h.flops();
         let done = (now + math).max(read_end);
         let held = now + h.pipe_cycles(cost.flops_per_cycle, cost.rs_min_cycles);
@@ -128,6 +131,11 @@ impl TensorPipe {
 
     pub fn busy(&self) -> u64 {
         self.busy
+    }
+    /// Math cycles done by cycle `t` (HGMMAs run one at a time, so only the running one's math
+    /// can lie ahead of `t`).
+    pub fn busy_by(&self, t: u64) -> u64 {
+        self.busy - self.math_until.saturating_sub(t).min(self.busy)
     }
     pub fn flops(&self) -> u64 {
         self.flops
@@ -250,6 +258,12 @@ impl Engine<'_> {
     pub(crate) fn issue_wgmma_commit(&mut self, w: u32) {
         let warp = &mut self.warps[w as usize];
         warp.wgmma_groups.push_back(warp.hgmma_issued);
+        let (warpgroup, group) = (warp.wg, warp.hgmma_issued);
+        self.record(Hook::WgmmaCommitted {
+            warp: w,
+            warpgroup,
+            group,
+        });
     }
 
     /// Starts the SM's next queued HGMMA if its tensor pipe is idle.
@@ -295,7 +309,9 @@ impl Engine<'_> {
         });
         let g = &mut self.wgs[h.warpgroup as usize];
         g.completed += 1;
-        for w in reached(&mut g.waiters, g.completed) {
+        let group = g.completed;
+        for w in reached(&mut g.waiters, group) {
+            self.record(Hook::WgmmaWaitReleased { warp: w, group });
             self.wake_at(w, self.now);
         }
     }

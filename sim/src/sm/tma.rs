@@ -120,7 +120,7 @@ impl Engine<'_> {
         let spans = self.tma_spans(w, &op)?;
         let (sm, cta) = (self.warps[w as usize].sm, self.warps[w as usize].cta);
         let slot = self.slot_index(w, op.slot)?;
-        self.emit(Hook::TmaLoadIssued { slot })?;
+        self.emit(Hook::TmaLoadIssued { warp: w, slot })?;
         let (start, _) = self.sms[sm as usize]
             .tma_issue
             .book(now, self.p.tma.issue_cycles);

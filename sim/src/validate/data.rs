@@ -123,13 +123,22 @@ impl Data {
         Ok(d)
     }
 
-    /// The stored measurements with each `<program>.csv` found in `dir` in place of its own.
+    /// The stored measurements with each `<program>.csv` found in `dir` in place of its own. A
+    /// `dir` that is missing, or holds none of them, is an error: comparing against the stored
+    /// data then would pass off old measurements as the new run's.
     pub fn with_dir(dir: &Path) -> Result<Data, ValidateError> {
+        if !dir.is_dir() {
+            return Err(ValidateError::NoDataDir(dir.to_path_buf()));
+        }
         let mut d = Data::default();
+        let mut found = 0;
         for (program, stored) in STORED {
             let path = dir.join(format!("{program}.csv"));
             let text = match std::fs::read_to_string(&path) {
-                Ok(t) => t,
+                Ok(t) => {
+                    found += 1;
+                    t
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => stored.to_string(),
                 Err(source) => return Err(ValidateError::Read { path, source }),
             };
@@ -138,6 +147,13 @@ impl Data {
                     file: path.display().to_string(),
                     source,
                 })?;
+        }
+        if found == 0 {
+            let names: Vec<String> = STORED.iter().map(|(p, _)| format!("{p}.csv")).collect();
+            return Err(ValidateError::NoData {
+                dir: dir.to_path_buf(),
+                expected: names.join(", "),
+            });
         }
         Ok(d)
     }

@@ -39,7 +39,7 @@ pub struct ValidateArgs {
     pub json: bool,
     /// Read `<program>.csv` (as `calibration/run.sh` writes them to $OUT) from this folder
     /// instead of the stored `calibration/data/h200-<program>.csv`; missing files fall back to
-    /// the stored ones.
+    /// the stored ones, but a missing folder, or one holding none of them, is an error.
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,
     /// Only these groups (repeatable; default all).
@@ -57,6 +57,10 @@ pub enum ValidateError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("--data {}: no such folder", .0.display())]
+    NoDataDir(PathBuf),
+    #[error("--data {}: none of the measurement files is there (expected some of: {expected})", dir.display())]
+    NoData { dir: PathBuf, expected: String },
     #[error(transparent)]
     Data(#[from] DataError),
     #[error("unknown group `{name}` (groups: {known})")]
