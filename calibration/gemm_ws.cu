@@ -72,17 +72,24 @@ __global__ void __launch_bounds__(384, 1) ws_kernel(const __grid_constant__ CUte
   if (wg == 0) {  // producer
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (threadIdx.x != 0 || p.mode == kMmaOnly) return;
+    // The stage and its phase are counters, as CUTLASS's PipelineState keeps them: a division
+    // by the run-time stage count would put tens of cycles of integer latency in the loop.
+    int s = 0;
+    uint32_t phase = 0;
     for (int kb = 0; kb < p.ktiles; ++kb) {
-      const int s = kb % stages;
-      wait_phase(saddr(&empty[s]), ((kb / stages) & 1) ^ 1);
+      wait_phase(saddr(&empty[s]), phase ^ 1);
       if (p.mode == kNoTma) {
         arrive(saddr(&full[s]));
-        continue;
+      } else {
+        arrive_expect(saddr(&full[s]), kStageBytes);
+        const uint32_t slot = base + s * kStageBytes;
+        tma_load(slot, &ma, 0, saddr(&full[s]), kb * kBk);
+        tma_load(slot + kABytes, &mb, 0, saddr(&full[s]), kb * kBk);
       }
-      arrive_expect(saddr(&full[s]), kStageBytes);
-      const uint32_t slot = base + s * kStageBytes;
-      tma_load(slot, &ma, 0, saddr(&full[s]), kb * kBk);
-      tma_load(slot + kABytes, &mb, 0, saddr(&full[s]), kb * kBk);
+      if (++s == stages) {
+        s = 0;
+        phase ^= 1;
+      }
     }
     return;
   }
@@ -92,25 +99,31 @@ __global__ void __launch_bounds__(384, 1) ws_kernel(const __grid_constant__ CUte
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) d[i] = 0.f;
   const long long t0 = clock64();
+  int s = 0, prev = 0;
+  uint32_t phase = 0;
   for (int kb = 0; kb < p.ktiles; ++kb) {
-    const int s = kb % stages;
-    if (p.mode != kMmaOnly) wait_phase(saddr(&full[s]), (kb / stages) & 1);
+    if (p.mode != kMmaOnly) wait_phase(saddr(&full[s]), phase);
     if (p.mode == kNoMma) {
       arrive(saddr(&empty[s]));
-      continue;
-    }
-    const uint32_t slot = base + s * kStageBytes;
-    const uint64_t da = desc_sw128(slot + c * 64 * 128), db = desc_sw128(slot + kABytes);
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-    for (int k = 0; k < kBk / 16; ++k) Wgmma<BN>::ss(d, da + 2 * k, db + 2 * k, 1);
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-    if (stages == 1) {
-      asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-      arrive(saddr(&empty[s]));
     } else {
-      asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-      if (kb >= 1 && p.mode != kMmaOnly) arrive(saddr(&empty[(kb - 1) % stages]));
+      const uint32_t slot = base + s * kStageBytes;
+      const uint64_t da = desc_sw128(slot + c * 64 * 128), db = desc_sw128(slot + kABytes);
+      asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+      for (int k = 0; k < kBk / 16; ++k) Wgmma<BN>::ss(d, da + 2 * k, db + 2 * k, 1);
+      asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+      if (stages == 1) {
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        arrive(saddr(&empty[s]));
+      } else {
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        if (kb >= 1 && p.mode != kMmaOnly) arrive(saddr(&empty[prev]));
+      }
+    }
+    prev = s;
+    if (++s == stages) {
+      s = 0;
+      phase ^= 1;
     }
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");

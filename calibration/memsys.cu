@@ -148,11 +148,12 @@ __global__ void stream_kernel(const __grid_constant__ CUtensorMap map, Stream p)
   for (int s = 0; s < p.stages; ++s) bar_init(saddr(&bars[s]));
   const int box = 16384, stage_bytes = p.kind == 2 ? 2 * box : box;
   const long long t0 = clock64();
+  // Stage and phase as counters (no division by the run-time stage count in the loop).
+  int s = 0;
+  uint32_t parity = 1;  // the phase the stage's previous fill completed (none on the first lap)
   for (int j = 0; j < p.steps; ++j) {
-    const int s = j % p.stages;
     const uint32_t bar = saddr(&bars[s]);
     if (j >= p.stages) {
-      const uint32_t parity = ((j / p.stages) - 1) & 1;
       if (p.test) wait_test(bar, parity);
       else wait_phase(bar, parity);
     }
@@ -163,6 +164,10 @@ __global__ void stream_kernel(const __grid_constant__ CUtensorMap map, Stream p)
     } else {
       tma_load(dst, &map, 0, bar, (j % 64) * 64);
       if (p.kind == 2) tma_load(dst + box, &map, 128, bar, (j % 64) * 64);
+    }
+    if (++s == p.stages) {
+      s = 0;
+      parity ^= 1;
     }
   }
   for (int j = p.steps > p.stages ? p.steps - p.stages : 0; j < p.steps; ++j)

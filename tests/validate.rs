@@ -23,6 +23,7 @@ const BOUNDS: &[(&str, Bound)] = &[
     ("named_barrier", Bound::Relative(0.15)),
     ("softmax", Bound::Relative(0.10)),
     ("attention", Bound::Relative(0.15)),
+    ("gemm_ws", Bound::Relative(0.05)),
     ("mbarrier_poll", Bound::Relative(0.15)),
     ("wgmma_issue", Bound::Relative(0.15)),
     ("cta_launch", Bound::Relative(0.15)),

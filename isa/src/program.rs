@@ -77,6 +77,8 @@ pub struct TensorInfo {
     pub dtype: DType,
     pub shape: Vec<u64>,
     pub bytes: u64,
+    /// In L2 when the kernel starts.
+    pub warm: bool,
 }
 
 #[derive(Clone, Debug)]

@@ -233,6 +233,10 @@ pub struct Tensor {
     pub dtype: DType,
     /// Extent of each dimension, outermost first.
     pub shape: Vec<Expr>,
+    /// 1: the tensor is in L2 when the kernel starts (a warm run, as after an earlier kernel
+    /// read it); 0 (the default): it starts in DRAM only.
+    #[serde(default = "zero")]
+    pub warm: Expr,
 }
 
 /// A shared-memory buffer of `slots` equal tiles (a ring buffer when `slots > 1`).

@@ -21,11 +21,13 @@ impl Compiler<'_> {
             self.unique_name(&t.name, &path)?;
             let shape = self.shape(&t.shape, &path)?;
             let bytes = shape.iter().product::<u64>() * t.dtype.bytes();
+            let warm = self.in_range(&t.warm, &path, "warm", 0, 1)? == 1;
             self.tensors.push(program::TensorInfo {
                 name: t.name.clone(),
                 dtype: t.dtype,
                 shape,
                 bytes,
+                warm,
             });
         }
 

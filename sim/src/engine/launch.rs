@@ -94,6 +94,8 @@ impl Engine<'_> {
                         stores: AsyncGroups::default(),
                         copies: AsyncGroups::default(),
                         sync_until: 0,
+                        sync_state: State::LongScoreboard,
+                        wait_blocked: false,
                         atomics: vec![0; k.counters.len()],
                         regs: k.regs_per_thread,
                         hold: None,

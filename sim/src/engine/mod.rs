@@ -141,11 +141,17 @@ impl<'a> Engine<'a> {
             next = (next + t.bytes).div_ceil(4096) * 4096;
         }
         let names = Names::new(k);
+        let mut mem = MemSys::new(p, cfg.clock_mhz);
+        for (t, &base) in k.tensors.iter().zip(&tensor_base) {
+            if t.warm {
+                mem.preload(base, t.bytes);
+            }
+        }
         Engine {
             k,
             p,
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
-            mem: MemSys::new(p, cfg.clock_mhz),
+            mem,
             now: 0,
             q: EventQueue::default(),
             polls_pending: 0,

@@ -153,9 +153,9 @@ impl Engine<'_> {
         if let Some(s) = self.warps[w as usize].hold {
             return Ok(Outcome::Blocked(s));
         }
-        let sync = self.warps[w as usize].sync_until;
-        if sync > self.now {
-            return Ok(Outcome::StallUntil(State::LongScoreboard, sync));
+        let warp = &self.warps[w as usize];
+        if warp.sync_until > self.now {
+            return Ok(Outcome::StallUntil(warp.sync_state, warp.sync_until));
         }
         let code = &self.k.roles[self.warps[w as usize].role as usize].code;
         let mut steps = 0u32;
@@ -295,7 +295,13 @@ impl Engine<'_> {
                 parity,
                 poll: Poll::Test,
             } => self.issue_poll(w, bar, parity)?,
-            Inst::WgmmaFence | Inst::WgmmaWait { .. } | Inst::Wait { .. } => true,
+            Inst::Wait {
+                poll: Poll::Try, ..
+            } => {
+                self.pass_wait(w);
+                true
+            }
+            Inst::WgmmaFence | Inst::WgmmaWait { .. } => true,
             Inst::TmaStoreWait { .. } | Inst::CpAsyncWait { .. } => true,
             Inst::WgmmaCommit => {
                 self.issue_wgmma_commit(w);

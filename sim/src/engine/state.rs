@@ -40,8 +40,12 @@ pub(crate) struct Warp {
     /// TMA stores' bulk async-groups and cp.async groups.
     pub stores: AsyncGroups,
     pub copies: AsyncGroups,
-    /// The warp cannot proceed before this cycle (an atomic's result feeds its control flow).
+    /// The warp cannot proceed before this cycle (an atomic's result feeds its control flow, or
+    /// a wait that passed at once is still returning), in state `sync_state`.
     pub sync_until: u64,
+    pub sync_state: State,
+    /// The warp's current `try_wait` has blocked (it will be woken, not pay the pass cost).
+    pub wait_blocked: bool,
     /// Per counter, how many `AtomicAdd`s this warp has executed.
     pub atomics: Vec<u32>,
     pub regs: u32,

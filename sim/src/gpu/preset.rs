@@ -240,6 +240,11 @@ pub struct Barriers {
     /// Cycles between a `test_wait` loop's polls; a polling warp sees a completed phase half
     /// an interval after a `try_wait` loop would wake (the mean wait for its next poll).
     pub test_wait_interval: u64,
+    /// Cycles a `try_wait` loop takes when its phase has already completed (the thread's
+    /// round trip to the barrier; a waiting thread is woken `mbarrier_latency` after instead).
+    pub wait_pass_cycles: u64,
+    /// The same for a `test_wait` loop whose first poll passes.
+    pub test_pass_cycles: u64,
 }
 
 #[derive(Clone, Debug, Deserialize)]

@@ -130,6 +130,12 @@ impl L2 {
         self.read_at[slot] = cycle;
     }
 
+    /// Forgets the hit and miss counts so far (the preloaded lines of a warm run).
+    pub fn clear_counts(&mut self) {
+        self.hits = 0;
+        self.misses = 0;
+    }
+
     pub fn hits(&self) -> u64 {
         self.hits
     }

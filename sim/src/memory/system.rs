@@ -180,6 +180,18 @@ impl MemSys {
         done
     }
 
+    /// Puts the lines of `bytes` at `addr` in L2, clean and present from cycle 0, as an earlier
+    /// kernel's reads would leave them; neither hits nor misses are counted.
+    pub fn preload(&mut self, addr: u64, bytes: u64) {
+        let first = addr / self.line;
+        let last = (addr + bytes.max(1) - 1) / self.line;
+        for line in first..=last {
+            let a = self.l2.access(line, false);
+            self.l2.set_ready(a.slot, 0);
+        }
+        self.l2.clear_counts();
+    }
+
     /// Moves `bytes` through SM `sm`'s port to L2 starting no earlier than `now`.
     pub fn port(&mut self, sm: u32, now: u64, bytes: u64) -> u64 {
         self.ports[sm as usize].book(now, bytes)

@@ -126,6 +126,7 @@ impl Engine<'_> {
         let warp = &mut self.warps[w as usize];
         warp.env[slot as usize] = value;
         warp.sync_until = warp.sync_until.max(ready);
+        warp.sync_state = State::LongScoreboard;
         Ok(())
     }
 }

@@ -161,8 +161,30 @@ impl Engine<'_> {
         if !list.contains(&(w, parity)) {
             list.push((w, parity));
         }
-        self.warps[w as usize].waiting_on = bar.array;
+        let warp = &mut self.warps[w as usize];
+        warp.waiting_on = bar.array;
+        warp.wait_blocked = true;
         Ok(Outcome::Blocked(State::MbarrierWait))
+    }
+
+    /// A `try_wait` loop issues with its phase complete: one that found it complete at once
+    /// still takes `barriers.wait_pass_cycles` to return; one that was woken has paid its wake.
+    pub(crate) fn pass_wait(&mut self, w: u32) {
+        let cost = self.p.barriers.wait_pass_cycles;
+        let warp = &mut self.warps[w as usize];
+        if !std::mem::take(&mut warp.wait_blocked) {
+            self.hold_for(w, cost);
+        }
+    }
+
+    /// The warp's next instruction waits `cycles` in its mbarrier wait.
+    fn hold_for(&mut self, w: u32, cycles: u64) {
+        if cycles > 0 {
+            let until = self.now + cycles;
+            let warp = &mut self.warps[w as usize];
+            warp.sync_until = warp.sync_until.max(until);
+            warp.sync_state = State::MbarrierWait;
+        }
     }
 
     /// A `test_wait.parity` loop: ready to issue when its poll sees the phase or when a poll
@@ -187,7 +209,11 @@ impl Engine<'_> {
         parity: &Code,
     ) -> Result<bool, Fault> {
         if self.poll(w, bar, parity)? == PollStep::Passes {
-            self.warps[w as usize].polling = None;
+            // The loop's first poll passed: the poll's own round trip (a later pass has paid
+            // its polls).
+            if self.warps[w as usize].polling.take().is_none() {
+                self.hold_for(w, self.p.barriers.test_pass_cycles);
+            }
             return Ok(true);
         }
         let next = self.now + self.p.barriers.test_wait_interval;

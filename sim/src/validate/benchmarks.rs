@@ -652,12 +652,34 @@ pub(super) fn specs() -> Vec<Spec> {
             },
         );
     }
-    // gemm_ws as measured (calibration/gemm_ws.cu, one CTA, K = 4096, A and B from DRAM).
+    // gemm_ws as measured (calibration/gemm_ws.cu, one CTA): cycles per k-tile with A and B in
+    // L2 (the slope between K = 4096 and 8192), and the whole K = 4096 run from DRAM.
     for (bn, stages) in [(128, 1..=6), (256, 1..=4)] {
+        for st in stages.clone() {
+            // Enough stages to keep the tensor pipe fed (throughput), or too few (a stage's
+            // round trip of TMA and hand-offs binds).
+            let fed = st >= if bn == 128 { 4 } else { 3 };
+            add(
+                if fed { "gemm_ws" } else { "gemm_ws_latency" },
+                format!("ws_ktile_warm bn {bn} stages {st}"),
+                "cycles/k-tile",
+                "gemm_ws",
+                v("ws_ktile_warm", &format!("n{bn}_s{st}")),
+                "gemm_ws",
+                sets(&[("bn", bn), ("stages", st), ("warm", 1)]),
+                Metric::Slope {
+                    key: "k",
+                    lo: 4096,
+                    hi: 8192,
+                    per: 64.0,
+                    minus: 0.0,
+                },
+            );
+        }
         for st in stages {
             add(
-                "gemm_ws",
-                format!("gemm_ws bn {bn} stages {st}"),
+                "gemm_ws_cold",
+                format!("ws_total_cold bn {bn} stages {st}"),
                 "cycles",
                 "gemm_ws",
                 v("ws_total_cold", &format!("n{bn}_s{st}")),

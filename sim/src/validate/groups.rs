@@ -133,14 +133,27 @@ pub(super) const GROUPS: &[Group] = &[
     },
     Group {
         name: "gemm_ws",
+        bound: Bound::Relative(0.05),
+        note: "whole kernel (calibration/gemm_ws.cu): cycles per k-tile of one CTA of \
+               gemm_ws's structure with A and B in L2, with the stages that keep the tensor \
+               pipe fed (BN 128: 4 to 6, BN 256: 3 and 4): 537 to 539 and 1024 on the chip \
+               against the tensor bound of 512 and 1024",
+    },
+    Group {
+        name: "gemm_ws_latency",
         bound: Bound::None,
-        note: "not modeled: the whole kernel (calibration/gemm_ws.cu): one CTA of gemm_ws's \
-               structure takes 898 (BN 128) and 1277 (BN 256) cycles per k-tile from 3 stages \
-               on, against the tensor bound of 512 and 1024, which the model reaches. Taken \
-               apart (h200-gemm_ws_parts.csv, BN 128, 4 stages): the producer's TMA ring alone \
-               504, the consumers' wgmma loop without barriers 616, with the full/empty \
-               handshake on stale slots 982, all of it 1015 in that build: the consumers' \
-               per-k-tile costs bind, not TMA",
+        note: "not modeled: with fewer stages a stage's round trip binds (the TMA loads, the \
+               consumers' wake, their wgmmas, the release, the producer's wake): BN 128 with 1, \
+               2, 3 stages takes 1512, 1106, 573 cycles per k-tile on the chip, the model 1348, \
+               822, 512; mbarrier and TMA-issue costs of the issuing thread measured in \
+               h200-mbar_cost.csv (a wait after a TMA issue: +49 cycles) are only partly modeled",
+    },
+    Group {
+        name: "gemm_ws_cold",
+        bound: Bound::None,
+        note: "not modeled: the same kernel at K = 4096 from DRAM: 6 to 34% slower on the chip \
+               with 1 to 5 stages (BN 128); a 16 KiB TMA box from DRAM lands in 1247 cycles on \
+               the chip, 944 in the model (latency: tma_lat_hbm)",
     },
     Group {
         name: "mbarrier_poll",
@@ -152,12 +165,13 @@ pub(super) const GROUPS: &[Group] = &[
     Group {
         name: "tma_throughput",
         bound: Bound::None,
-        note: "not modeled: one thread refilling stages as they land moves 37.8 B/cycle with one \
-               16 KiB box per stage and 65.6 with two, from 2 to 12 stages alike (433 and 500 \
-               cycles a stage; h200-memsys.csv tma_stream), while a burst of boxes issued 103 \
-               cycles apart completes one per ~233 cycles whatever its size (tma_burst_*); more \
-               issuing threads scale it; the model has a per-operation issue interval and the \
-               SM's TMA fill path",
+        note: "not modeled: one thread refilling stages as they land (stage and phase as \
+               counters) moves 51.1 B/cycle with one 16 KiB box a stage and 85.0 with two, from \
+               2 to 12 stages alike (321 and 385 cycles a stage; h200-memsys.csv tma_stream); a \
+               wait on a completed phase costs 76 cycles, 125 right after a TMA issue, a 1-row \
+               TMA issue 45 (h200-mbar_cost.csv); the model's stream reaches its fill path's 104 \
+               B/cycle. tma.cu's streams (28 B/cycle a thread) divide by the stage count in \
+               their loop",
     },
     Group {
         name: "tma_beside_wgmma",
