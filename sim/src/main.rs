@@ -5,6 +5,7 @@ mod cli;
 
 use anstream::{AutoStream, ColorChoice};
 use clap::Parser;
+use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -20,8 +21,9 @@ fn main() -> ExitCode {
     match cli::execute(args.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            // The error's own text only: the library errors carry their causes in it.
-            eprintln!("error: {e}");
+            // The error's own text only: the library errors carry their causes in it. A closed
+            // standard error loses the message, not the exit status (eprintln! would panic).
+            let _ = writeln!(std::io::stderr(), "error: {e}");
             ExitCode::FAILURE
         }
     }

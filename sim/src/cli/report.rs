@@ -1,5 +1,6 @@
 //! `sim report`: write the HTML page of a trace.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -15,6 +16,7 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
     let page = sim::observe::report_html::build(&a.trace)?;
     let out = a.output.display();
     std::fs::write(&a.output, page).map_err(|e| anyhow::anyhow!("{out}: {e}"))?;
-    eprintln!("wrote {out}");
+    // The page is written; a closed standard error only loses this note.
+    let _ = writeln!(std::io::stderr(), "wrote {out}");
     Ok(())
 }
