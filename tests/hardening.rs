@@ -103,3 +103,120 @@ fn a_closed_standard_error_keeps_the_exit_status() {
     drop(child.stderr.take());
     assert_eq!(child.wait().unwrap().code(), Some(1));
 }
+
+#[test]
+fn unknown_fields_inside_instructions_are_rejected() {
+    let text = mini("1", "").replace("Fma(1)", "Arrive(bar: \"b\", elect: true, bogus: 3)");
+    check_text(
+        "unknown_field.ron",
+        &text,
+        &["Unexpected field named `bogus` in `Arrive`, expected either `bar` or `elect` instead"],
+    );
+    let wait = mini("1", "").replace("Fma(1)", "Wait(bar: \"b\", parity: 0, pol: Test)");
+    check_text(
+        "unknown_wait_field.ron",
+        &wait,
+        &["Unexpected field named `pol` in `Wait`"],
+    );
+}
+
+#[test]
+fn keys_written_twice_are_rejected() {
+    let params = mini("1", "").replace("\"k\": 64", "\"k\": 64, \"k\": 32");
+    check_text(
+        "dup_params.ron",
+        &params,
+        &["the key `k` is written twice", "dup_params.ron:4:"],
+    );
+    let overrides = mini("1", " gpu_overrides: {\"sm.count\": 4, \"sm.count\": 8},");
+    check_text(
+        "dup_overrides.ron",
+        &overrides,
+        &[
+            "the key `sm.count` is written twice",
+            "dup_overrides.ron:3:",
+        ],
+    );
+}
+
+#[test]
+fn text_encoding_a_bom_is_accepted_and_invalid_utf8_is_located() {
+    let bom = temp_scenario("bom.ron", &format!("\u{feff}{}", mini("1", "")));
+    let out = sim(&["check", bom.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut bytes = mini("1", "").into_bytes();
+    bytes[12] = 0xc3; // `name: "mini"`: a lead byte without its continuation
+    let path = common::scratch("bad_utf8.ron");
+    std::fs::write(&path, bytes).unwrap();
+    fails_with(
+        &["check", path.to_str().unwrap()],
+        &[
+            "the file is not valid UTF-8 text (byte 0xC3)",
+            "bad_utf8.ron:2:3",
+        ],
+    );
+}
+
+#[test]
+fn integers_beyond_i64_are_too_large_not_floating_point() {
+    for big in [
+        "9223372036854775808",
+        "18446744073709551616",
+        "-9223372036854775809",
+    ] {
+        let err = check_text(
+            "big.ron",
+            &mini(big, ""),
+            &["integer too large", "big.ron:9:"],
+        );
+        assert!(!err.contains("floating point"), "{err}");
+    }
+    let fraction = check_text(
+        "fraction.ron",
+        &mini("1.5", ""),
+        &["floating point number `1.5`"],
+    );
+    assert!(!fraction.contains("too large"), "{fraction}");
+}
+
+#[test]
+fn deep_programs_run_and_deeper_ones_are_explained() {
+    let nested = |n: usize| {
+        let mut body = "Fma(1)".to_string();
+        for i in 0..n {
+            body = format!("If(cond: {}, then: [{body}])", i % 2 + 1);
+        }
+        mini("1", "").replace("Fma(1)", &body)
+    };
+    let ok = temp_scenario("nested_ok.ron", &nested(80));
+    let out = sim(&["check", ok.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    check_text(
+        "nested_deep.ron",
+        &nested(200),
+        &[
+            "the scenario nests more than 512 levels deep",
+            "nested_deep.ron:9:",
+        ],
+    );
+}
+
+#[test]
+fn an_error_on_a_huge_line_prints_a_clipped_message() {
+    let field = "x".repeat(5_000_000);
+    let text = mini("1", "").replace("name: \"mini\",", &format!("name: \"mini\", {field}: 1,"));
+    let err = check_text(
+        "huge_line.ron",
+        &text,
+        &["Unexpected field named `xxx", "characters left out"],
+    );
+    assert!(err.len() < 20_000, "{} bytes on stderr", err.len());
+}

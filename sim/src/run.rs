@@ -79,8 +79,9 @@ pub enum RunError {
 /// Reads and compiles a scenario file against its GPU preset.
 pub fn load(path: &Path, opts: &RunOptions) -> Result<(Kernel, Preset), RunError> {
     let file = path.display().to_string();
-    let source = std::fs::read_to_string(path).map_err(|e| RunError::Io(file.clone(), e))?;
-    load_source(&file, &source, opts)
+    let bytes = std::fs::read(path).map_err(|e| RunError::Io(file.clone(), e))?;
+    let source = isa::decode(&file, &bytes).map_err(RunError::Scenario)?;
+    load_source(&file, source, opts)
 }
 
 /// As [`load`], from text already read; `file` names it in diagnostics.
