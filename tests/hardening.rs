@@ -220,3 +220,120 @@ fn an_error_on_a_huge_line_prints_a_clipped_message() {
     );
     assert!(err.len() < 20_000, "{} bytes on stderr", err.len());
 }
+
+/// `scenarios/NAME.ron` with `gpu_overrides` set to `overrides` (RON map entries).
+fn with_overrides(name: &str, overrides: &str) -> String {
+    let text = std::fs::read_to_string(common::scenario(name)).unwrap();
+    let gpu = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("gpu:"))
+        .unwrap();
+    text.replacen(gpu, &format!("{gpu} gpu_overrides: {{{overrides}}},"), 1)
+}
+
+#[test]
+fn override_counts_and_times_beyond_any_gpu_are_refused() {
+    for (entry, message) in [
+        (
+            "\"barriers.named\": 4294967295",
+            "barriers.named = 4294967295 must be at most 1024",
+        ),
+        (
+            "\"memory.l2.ways\": 4294967295",
+            "memory.l2.ways = 4294967295 must be at most 1024",
+        ),
+        (
+            "\"memory.l2.slices\": 100000",
+            "memory.l2.slices = 100000 must be at most 4096",
+        ),
+        (
+            "\"memory.hbm.channels\": 100000",
+            "memory.hbm.channels = 100000 must be at most 4096",
+        ),
+        (
+            "\"memory.l2.bytes\": 18446744073709551615",
+            "memory.l2.bytes = 18446744073709551615 must be at most 1073741824",
+        ),
+        ("\"memory.l2.ways\": 0", "memory.l2.ways must be positive"),
+        (
+            "\"memory.hbm.latency\": 18446744073709551615",
+            "memory.hbm.latency = 18446744073709551615 must be at most 4294967296",
+        ),
+        (
+            "\"clock.max_mhz\": inf",
+            "clock.max_mhz = inf must be a positive number of MHz up to 1000000",
+        ),
+        (
+            "\"clock.sustained\": [(load: 0.0, mhz: inf)]",
+            "clock.sustained[0].mhz = inf must be positive",
+        ),
+    ] {
+        check_text(
+            "override_range.ron",
+            &with_overrides("gemm_ws", entry),
+            &[&format!("preset `h100-sxm`: {message}")],
+        );
+    }
+}
+
+#[test]
+fn a_tiny_bandwidth_or_a_huge_clock_is_slow_not_fast() {
+    // 1e-12 GB/s made each HBM transfer's length wrap around u64: the stream ran 5x faster.
+    let text = with_overrides("hbm_stream", "\"memory.hbm.bandwidth_gbs\": 1e-12");
+    let path = temp_scenario("tiny_bandwidth.ron", &text);
+    fails_with(
+        &[
+            "run",
+            path.to_str().unwrap(),
+            "--no-trace",
+            "--max-cycles",
+            "10000000",
+        ],
+        &["the run passed the cycle limit (10000000 cycles"],
+    );
+    fails_with(
+        &[
+            "run",
+            "scenarios/hbm_stream.ron",
+            "--no-trace",
+            "--clock-mhz",
+            "1e12",
+        ],
+        &["--clock-mhz 1000000000000 is beyond the fastest clock modeled, 1000000 MHz"],
+    );
+}
+
+#[test]
+fn shared_memory_sizes_that_wrap_around_u64_are_refused() {
+    // 2^40 x 2^40 x 4 bytes per slot wrapped to 0 and passed the shared-memory check.
+    let text = std::fs::read_to_string(common::scenario("gemm_ws")).unwrap().replace(
+        "smem: [",
+        "smem: [\n            Buffer(name: \"huge\", dtype: F32, shape: [1099511627776, 1099511627776]),",
+    );
+    check_text(
+        "smem_wrap.ron",
+        &text,
+        &["a slot of buffer `huge` is 1099511627776x1099511627776 elements of 4 bytes: more than 2^48 bytes"],
+    );
+    // 2^16 slots of 2^48 bytes: the sum, 2^64 and a little, is reported as it is, not wrapped.
+    let text = std::fs::read_to_string(common::scenario("gemm_ws")).unwrap().replace(
+        "smem: [",
+        "smem: [\n            Buffer(name: \"many\", slots: 65536, dtype: F32, shape: [4194304, 16777216]),",
+    );
+    check_text(
+        "smem_sum.ron",
+        &text,
+        &["the CTA needs 18446744073709748288 bytes of shared memory"],
+    );
+}
+
+#[test]
+fn a_per_sm_limit_below_one_cta_is_an_impossible_configuration() {
+    let text = with_overrides("gemm_ws", "\"sm.warps_per_partition\": 1");
+    let err = check_text(
+        "no_fit.ron",
+        &text,
+        &["impossible configuration: no CTA fits on an SM of h100-sxm: sm.warps_per_partition = 1 is below its 3 warps per partition (12 warps over 4 partitions)"],
+    );
+    assert!(!err.contains("deadlock"), "{err}");
+}

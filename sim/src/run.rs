@@ -3,11 +3,12 @@
 
 use crate::analytic::bound;
 use crate::engine::{Config, Engine, Progress, SimError};
-use crate::gpu::preset::{Preset, PresetError};
+use crate::gpu::cta_scheduler::occupancy;
+use crate::gpu::preset::{Preset, PresetError, MAX_CLOCK_MHZ};
 use crate::observe::report::{Report, TraceReport};
 use crate::observe::trace::{Filter, Level, Tracer};
 use crate::observe::warp_state::State;
-use isa::program::Kernel;
+use isa::program::{Kernel, WARP_SIZE};
 use isa::Diagnostic;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -72,8 +73,16 @@ pub enum RunError {
         /// The trace written up to the failure.
         trace: Option<String>,
     },
+    #[error("{file}: impossible configuration: no CTA fits on an SM of {gpu}: {why}")]
+    NoFit {
+        file: String,
+        gpu: String,
+        why: String,
+    },
     #[error("--clock-mhz must be a positive number of MHz, not {0}")]
     Clock(f64),
+    #[error("--clock-mhz {0} is beyond the fastest clock modeled, {MAX_CLOCK_MHZ} MHz")]
+    ClockTooHigh(f64),
 }
 
 /// Reads and compiles a scenario file against its GPU preset.
@@ -96,6 +105,13 @@ pub fn load_source(
         .map_err(|e| RunError::Preset(file.to_string(), e))?;
     let kernel = isa::compile(&scenario, &opts.sets, &preset.limits(), file, source)
         .map_err(RunError::Scenario)?;
+    no_fit(&kernel, &preset).map_or(Ok(()), |why| {
+        Err(RunError::NoFit {
+            file: file.to_string(),
+            gpu: preset.name.clone(),
+            why,
+        })
+    })?;
     tracing::debug!(
         scenario = %kernel.name,
         ctas = kernel.grid,
@@ -104,6 +120,45 @@ pub fn load_source(
         "compiled"
     );
     Ok((kernel, preset))
+}
+
+/// Why not even one CTA of `kernel` fits on an SM of `preset`, if so. Validation checks the
+/// CTA against the per-CTA limits; overrides can still set a per-SM limit below them.
+fn no_fit(kernel: &Kernel, preset: &Preset) -> Option<String> {
+    let occ = occupancy(kernel, preset);
+    if occ.ctas > 0 {
+        return None;
+    }
+    let warps = kernel.warps_per_cta();
+    let (sm, regs) = (&preset.sm, &preset.regs);
+    let why = |limit: &str| {
+        match limit {
+        "threads" => format!("sm.max_threads = {} is below its {} threads", sm.max_threads, warps * WARP_SIZE),
+        "warps" => format!(
+            "sm.warps_per_partition = {} is below its {} warps per partition ({warps} warps over {} partitions)",
+            sm.warps_per_partition,
+            warps.div_ceil(sm.partitions),
+            sm.partitions
+        ),
+        "regs" => format!(
+            "regs.per_sm = {} is below the {} registers its {warps} warps take at launch",
+            regs.per_sm,
+            (kernel.regs_per_thread * WARP_SIZE).div_ceil(regs.alloc_unit) * regs.alloc_unit * warps
+        ),
+        "smem" => format!(
+            "smem.per_sm = {} is below its {} bytes of shared memory",
+            preset.smem.per_sm, kernel.smem_bytes
+        ),
+        other => format!("the `{other}` limit allows none"),
+    }
+    };
+    let reasons: Vec<String> = occ
+        .limits
+        .iter()
+        .filter(|(_, n)| *n == 0)
+        .map(|(limit, _)| why(limit))
+        .collect();
+    Some(reasons.join("; "))
 }
 
 /// Simulates a compiled kernel and builds its report, without the generic bound ([`run_file`]
@@ -121,6 +176,7 @@ pub fn simulate(
 fn config(preset: &Preset, opts: &RunOptions) -> Result<Config, RunError> {
     let clock = match opts.clock_mhz {
         Some(c) if !(c > 0.0 && c.is_finite()) => return Err(RunError::Clock(c)),
+        Some(c) if c > MAX_CLOCK_MHZ => return Err(RunError::ClockTooHigh(c)),
         c => c,
     };
     Ok(Config {
