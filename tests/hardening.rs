@@ -337,3 +337,90 @@ fn a_per_sm_limit_below_one_cta_is_an_impossible_configuration() {
     );
     assert!(!err.contains("deadlock"), "{err}");
 }
+
+#[test]
+fn a_trace_never_replaces_its_input() {
+    let text = mini("\"j + 1\"", "");
+    let path = temp_scenario("self_trace.ron", &text);
+    let p = path.to_str().unwrap();
+    // The same file spelled another way, through its folder's `.`.
+    let other = path.parent().unwrap().join(".").join("self_trace.ron");
+    for trace in [p, other.to_str().unwrap()] {
+        fails_with(
+            &["run", p, "--trace", trace],
+            &["--trace names the scenario file itself, which the trace would replace"],
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    let trace = common::scratch("self_report.trace.json");
+    let t = trace.to_str().unwrap();
+    let out = sim(&["run", p, "--trace", t]);
+    assert!(out.status.success());
+    let before = std::fs::read(&trace).unwrap();
+    fails_with(
+        &["report", t, "-o", t],
+        &["-o names the trace being read, which the page would replace"],
+    );
+    assert_eq!(std::fs::read(&trace).unwrap(), before);
+}
+
+#[test]
+fn the_scenario_name_cannot_lead_the_default_trace_out_of_traces() {
+    let dir = common::scratch("name_escape/work");
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = mini("1", "").replace("name: \"mini\"", "name: \"../../escape\"");
+    let path = temp_scenario("name_escape/escape.ron", &text);
+    let out = command(&["run", path.to_str().unwrap()])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("trace written to traces/_._.._escape.trace.json"),
+        "{stdout}"
+    );
+    assert!(dir.join("traces/_._.._escape.trace.json").is_file());
+    assert!(!common::scratch("escape.trace.json").exists());
+    // Written beside it under a temporary name, then renamed: nothing else is left there.
+    let names: Vec<_> = std::fs::read_dir(dir.join("traces")).unwrap().collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+}
+
+#[test]
+fn a_failing_trace_write_keeps_the_diagnosis() {
+    // A folder where the trace should go: the trace is written beside it, and the final
+    // rename onto it fails after the run has deadlocked.
+    let dir = common::scratch("trace_is_a_folder");
+    std::fs::create_dir_all(dir.join("inside")).unwrap();
+    let err = fails_with(
+        &[
+            "run",
+            "tests/fixtures/deadlock_empty.ron",
+            "--trace",
+            dir.to_str().unwrap(),
+        ],
+        &[
+            "deadlock at cycle",
+            &format!("= the trace could not be written to {}: ", dir.display()),
+        ],
+    );
+    assert!(
+        err.starts_with("error: tests/fixtures/deadlock_empty.ron: deadlock"),
+        "{err}"
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.parent().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("trace_is_a_folder.")
+        })
+        .collect();
+    assert!(left.is_empty(), "temporary trace left behind: {left:?}");
+}

@@ -66,13 +66,15 @@ pub enum RunError {
     Scenario(Diagnostic),
     #[error("{0}: {1}")]
     Preset(String, PresetError),
-    #[error("{file}: {error}{}", trace.as_ref().map(|t| format!("\n  = the trace up to that point is in {t}")).unwrap_or_default())]
+    #[error("{file}: {error}{}", trace.as_ref().map(|t| format!("\n  = {t}")).unwrap_or_default())]
     Sim {
         file: String,
         error: Box<SimError>,
-        /// The trace written up to the failure.
+        /// Where the trace up to the failure is, or why it could not be written.
         trace: Option<String>,
     },
+    #[error("{0}: --trace names the scenario file itself, which the trace would replace")]
+    TraceIsInput(String),
     #[error("{file}: impossible configuration: no CTA fits on an SM of {gpu}: {why}")]
     NoFit {
         file: String,
@@ -307,10 +309,13 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
     let file = path.display().to_string();
     let (kernel, preset) = load(path, opts)?;
     let trace_path = opts.trace.as_ref().map(|t| {
-        t.path
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(format!("traces/{}.trace.json", kernel.name)))
+        t.path.clone().unwrap_or_else(|| {
+            PathBuf::from(format!("traces/{}.trace.json", file_name(&kernel.name)))
+        })
     });
+    if trace_path.as_deref().is_some_and(|t| same_file(t, path)) {
+        return Err(RunError::TraceIsInput(file));
+    }
     // Whole-GPU runs trace the first few SMs' warps unless told otherwise: every SM's would
     // make a file too large to open (ui.perfetto.dev holds a few hundred thousand events).
     let spread = kernel.grid.min(preset.sm.count);
@@ -346,10 +351,9 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
         Ok(r) => (r, None),
         Err((e, r)) => (r, Some(e)),
     };
-    let events = finish_trace(tracer, warps, &kernel, report, error, opts)
-        .map_err(|e| RunError::Io(shown.clone(), e))?;
-    match result {
-        Ok(mut report) => {
+    let events = finish_trace(tracer, warps, &kernel, report, error, opts);
+    match (result, events) {
+        (Ok(mut report), Ok(events)) => {
             report.trace = Some(TraceReport {
                 path: shown,
                 events,
@@ -357,11 +361,39 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
             });
             Ok(report)
         }
-        Err((RunError::Sim { file, error, .. }, _)) => Err(RunError::Sim {
+        (Ok(_), Err(e)) => Err(RunError::Io(shown, e)),
+        // The run's own diagnosis comes first; a trace that could not be written is a note.
+        (Err((RunError::Sim { file, error, .. }, _)), events) => Err(RunError::Sim {
             file,
             error,
-            trace: Some(shown),
+            trace: Some(match events {
+                Ok(_) => format!("the trace up to that point is in {shown}"),
+                Err(e) => format!("the trace could not be written to {shown}: {e}"),
+            }),
         }),
-        Err((e, _)) => Err(e),
+        (Err((e, _)), _) => Err(e),
+    }
+}
+
+/// A scenario name as a file name: characters other than ASCII letters, digits, `-`, `_` and
+/// `.` (not first: no hidden file) become `_`, so a name such as `../x` cannot leave `traces/`.
+fn file_name(name: &str) -> String {
+    name.chars()
+        .enumerate()
+        .map(|(i, c)| {
+            if c.is_ascii_alphanumeric() || "-_".contains(c) || (c == '.' && i > 0) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Whether `a` names the existing file `b` (through links or another spelling of the path).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
     }
 }

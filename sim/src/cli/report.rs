@@ -13,6 +13,12 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> anyhow::Result<()> {
+    if sim::run::same_file(&a.output, &a.trace) {
+        anyhow::bail!(
+            "{}: -o names the trace being read, which the page would replace",
+            a.output.display()
+        );
+    }
     let page = sim::observe::report_html::build(&a.trace)?;
     let out = a.output.display();
     std::fs::write(&a.output, page).map_err(|e| anyhow::anyhow!("{out}: {e}"))?;

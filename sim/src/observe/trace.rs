@@ -17,7 +17,8 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Shortest merged slice at the `warps` level, in cycles.
 pub const MIN_SLICE: u64 = 64;
@@ -105,6 +106,11 @@ pub struct WarpInfo {
 
 pub struct Tracer {
     out: BufWriter<File>,
+    /// The trace is written to `tmp` beside `path` and renamed onto it when complete, so a
+    /// failed write or a concurrent run never leaves a mixed or partial file under `path`.
+    path: PathBuf,
+    tmp: PathBuf,
+    renamed: bool,
     filter: Filter,
     first: bool,
     pending: Vec<Option<Pending>>,
@@ -119,10 +125,22 @@ impl Tracer {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
-        let mut out = BufWriter::new(File::create(path)?);
+        // Unique per process and per tracer: concurrent runs, and tests in one process.
+        static SERIAL: AtomicU64 = AtomicU64::new(0);
+        let mut name = path.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(
+            ".{}.{}.tmp",
+            std::process::id(),
+            SERIAL.fetch_add(1, Ordering::Relaxed)
+        ));
+        let tmp = path.with_file_name(name);
+        let mut out = BufWriter::new(File::create(&tmp)?);
         out.write_all(b"{\"traceEvents\":[\n")?;
         Ok(Tracer {
             out,
+            path: path.to_path_buf(),
+            tmp,
+            renamed: false,
             filter,
             first: true,
             pending: Vec::new(),
@@ -351,6 +369,17 @@ impl Tracer {
         }
         self.out.write_all(b"}\n")?;
         self.out.flush()?;
+        std::fs::rename(&self.tmp, &self.path)?;
+        self.renamed = true;
         Ok(self.events)
+    }
+}
+
+impl Drop for Tracer {
+    /// An unfinished or failed trace leaves no file behind.
+    fn drop(&mut self) {
+        if !self.renamed {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
     }
 }
