@@ -424,3 +424,70 @@ fn a_failing_trace_write_keeps_the_diagnosis() {
         .collect();
     assert!(left.is_empty(), "temporary trace left behind: {left:?}");
 }
+
+/// A kernel whose stores end long after its warps exit (3,931 cycles; no event waits for them).
+const STORES: &str = r#"Scenario(
+    name: "stores",
+    gpu: "h100-sxm",
+    kernel: Kernel(
+        regs_per_thread: 128,
+        tensors: [Tensor(name: "T", dtype: F32, shape: [1048576])],
+        roles: [
+            Role(name: "w", regs: 128, program: [
+                Loop(var: "i", count: 64, body: [StGlobal(tensor: "T", addr: "(i * 32 + lane) * 128")]),
+            ]),
+        ],
+    ),
+)
+"#;
+
+#[test]
+fn the_cycle_limit_covers_work_booked_past_the_last_event() {
+    let path = temp_scenario("stores.ron", STORES);
+    let p = path.to_str().unwrap();
+    let ok = sim(&["run", p, "--no-trace", "--max-cycles", "3931"]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("simulated   3,931 cycles"));
+    // It used to exit 0 reporting 3,931 cycles under a limit of 100.
+    for limit in ["100", "3930"] {
+        fails_with(
+            &["run", p, "--no-trace", "--max-cycles", limit],
+            &[&format!("the run passed the cycle limit ({limit} cycles")],
+        );
+    }
+}
+
+#[test]
+fn a_check_that_stops_early_is_inconclusive_not_valid() {
+    let out = sim(&[
+        "check",
+        "tests/fixtures/deadlock_empty.ron",
+        "--check-cycles",
+        "0",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("0 is not in 1..=274877906944"));
+    for args in [
+        &[
+            "check",
+            "tests/fixtures/deadlock_empty.ron",
+            "--check-cycles",
+            "1",
+        ][..],
+        &["check", "scenarios/gemm_ws.ron", "--check-cycles", "1000"],
+        &["check", "scenarios/gemm_ws.ron", "--max-cycles", "1000"],
+    ] {
+        let out = sim(args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {stdout}");
+        assert!(
+            stdout.contains(": inconclusive; no hazard and no deadlock in the first "),
+            "{stdout}"
+        );
+        assert!(!stdout.contains("valid"), "{stdout}");
+    }
+}

@@ -19,7 +19,7 @@ fn main() -> ExitCode {
     // Usage errors exit with 2 here, through clap.
     let args = cli::Cli::parse();
     match cli::execute(args.command) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             // The error's own text only: the library errors carry their causes in it. A closed
             // standard error loses the message, not the exit status (eprintln! would panic).
