@@ -7,10 +7,10 @@ use std::fmt;
 /// The longest message shown whole. Messages quote the scenario (names, expressions, RON's
 /// view of a bad token), which may be megabytes long; the source line itself is trimmed to the
 /// terminal width by the renderer.
-pub const MAX_MESSAGE: usize = 8192;
+const MAX_MESSAGE: usize = 8192;
 
 /// `text`, or its first and last parts around a note of how much was left out.
-pub fn clip(text: &str, max: usize) -> Cow<'_, str> {
+fn clip(text: &str, max: usize) -> Cow<'_, str> {
     let n = text.chars().count();
     if n <= max {
         return Cow::Borrowed(text);

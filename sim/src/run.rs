@@ -107,13 +107,13 @@ pub fn load_source(
         .map_err(|e| RunError::Preset(file.to_string(), e))?;
     let kernel = isa::compile(&scenario, &opts.sets, &preset.limits(), file, source)
         .map_err(RunError::Scenario)?;
-    no_fit(&kernel, &preset).map_or(Ok(()), |why| {
-        Err(RunError::NoFit {
+    if let Some(why) = no_fit(&kernel, &preset) {
+        return Err(RunError::NoFit {
             file: file.to_string(),
             gpu: preset.name.clone(),
             why,
-        })
-    })?;
+        });
+    }
     tracing::debug!(
         scenario = %kernel.name,
         ctas = kernel.grid,
@@ -131,13 +131,28 @@ fn no_fit(kernel: &Kernel, preset: &Preset) -> Option<String> {
     if occ.ctas > 0 {
         return None;
     }
+    let reasons: Vec<String> = occ
+        .limits
+        .iter()
+        .filter(|(_, n)| *n == 0)
+        .map(|(limit, _)| short_of(limit, kernel, preset))
+        .collect();
+    Some(reasons.join("; "))
+}
+
+/// What the SM's `limit` (an [`occupancy`] limit's name) offers below one CTA's need.
+fn short_of(limit: &str, kernel: &Kernel, preset: &Preset) -> String {
     let warps = kernel.warps_per_cta();
     let (sm, regs) = (&preset.sm, &preset.regs);
-    let why = |limit: &str| {
-        match limit {
-        "threads" => format!("sm.max_threads = {} is below its {} threads", sm.max_threads, warps * WARP_SIZE),
+    match limit {
+        "threads" => format!(
+            "sm.max_threads = {} is below its {} threads",
+            sm.max_threads,
+            warps * WARP_SIZE
+        ),
         "warps" => format!(
-            "sm.warps_per_partition = {} is below its {} warps per partition ({warps} warps over {} partitions)",
+            "sm.warps_per_partition = {} is below its {} warps per partition \
+             ({warps} warps over {} partitions)",
             sm.warps_per_partition,
             warps.div_ceil(sm.partitions),
             sm.partitions
@@ -145,7 +160,9 @@ fn no_fit(kernel: &Kernel, preset: &Preset) -> Option<String> {
         "regs" => format!(
             "regs.per_sm = {} is below the {} registers its {warps} warps take at launch",
             regs.per_sm,
-            (kernel.regs_per_thread * WARP_SIZE).div_ceil(regs.alloc_unit) * regs.alloc_unit * warps
+            (kernel.regs_per_thread * WARP_SIZE).div_ceil(regs.alloc_unit)
+                * regs.alloc_unit
+                * warps
         ),
         "smem" => format!(
             "smem.per_sm = {} is below its {} bytes of shared memory",
@@ -153,14 +170,6 @@ fn no_fit(kernel: &Kernel, preset: &Preset) -> Option<String> {
         ),
         other => format!("the `{other}` limit allows none"),
     }
-    };
-    let reasons: Vec<String> = occ
-        .limits
-        .iter()
-        .filter(|(_, n)| *n == 0)
-        .map(|(limit, _)| why(limit))
-        .collect();
-    Some(reasons.join("; "))
 }
 
 /// Simulates a compiled kernel and builds its report, without the generic bound ([`run_file`]

@@ -2,8 +2,6 @@
 //! and `name[index]` references.
 
 use super::{Ast, BinOp, UnOp};
-use std::cell::Cell;
-
 use nom::{
     branch::alt,
     bytes::complete::tag,
@@ -13,6 +11,7 @@ use nom::{
     sequence::{delimited, pair, preceded, tuple},
     IResult,
 };
+use std::cell::Cell;
 
 fn ws<'a, O>(
     inner: impl FnMut(&'a str) -> IResult<&'a str, O>,
