@@ -260,6 +260,10 @@ fn override_counts_and_times_beyond_any_gpu_are_refused() {
             "memory.hbm.latency = 18446744073709551615 must be at most 4294967296",
         ),
         (
+            "\"sm.count\": 18446744073709551616",
+            "sm.count = 18446744073709552000: integer too large",
+        ),
+        (
             "\"clock.max_mhz\": inf",
             "clock.max_mhz = inf must be a positive number of MHz up to 1000000",
         ),

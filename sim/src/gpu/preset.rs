@@ -341,6 +341,20 @@ fn field<'v>(value: &'v mut ron::Value, path: &str) -> Result<&'v mut ron::Value
     Ok(cur)
 }
 
+/// The value of `new`, when it replaces an integer field and is an integer beyond i64: ron
+/// reads such a literal as a floating-point number, and the field's type error would say so.
+fn too_large_integer(field: &ron::Value, new: &ron::Value) -> Option<f64> {
+    use ron::value::Number;
+    let (ron::Value::Number(old), ron::Value::Number(n @ (Number::F32(_) | Number::F64(_)))) =
+        (field, new)
+    else {
+        return None;
+    };
+    let v = n.into_f64();
+    let integer_field = !matches!(old, Number::F32(_) | Number::F64(_));
+    (integer_field && v.fract() == 0.0 && v.abs() >= i64::MAX as f64).then_some(v)
+}
+
 /// Most SMs a preset may have (the largest GPUs have under 200).
 pub const MAX_SMS: u32 = 1024;
 
@@ -393,6 +407,9 @@ impl Preset {
         })?;
         for (path, new) in overrides {
             let slot = field(&mut value, path).map_err(|e| invalid(e.to_string()))?;
+            if let Some(v) = too_large_integer(slot, new) {
+                return Err(invalid(format!("{path} = {v}: integer too large")));
+            }
             *slot = new.clone();
         }
         let p: Preset = value.into_rust().map_err(|e| {
@@ -843,6 +860,16 @@ mod tests {
             Err("preset `h100-sxm`: sm.count = 0 must be in 1..=1024".to_string())
         );
         assert!(with("sm.count", 1 << 40).is_err());
+        let huge = BTreeMap::from([(
+            "sm.count".to_string(),
+            ron::from_str::<ron::Value>("18446744073709551616").unwrap(),
+        )]);
+        assert_eq!(
+            Preset::with_overrides("h100-sxm", &huge)
+                .unwrap_err()
+                .to_string(),
+            "preset `h100-sxm`: sm.count = 18446744073709552000: integer too large"
+        );
         assert_eq!(with("sm.count", 1024), Ok(()));
         for field in [
             "sm.max_ctas",
