@@ -495,3 +495,41 @@ fn a_check_that_stops_early_is_inconclusive_not_valid() {
         assert!(!stdout.contains("valid"), "{stdout}");
     }
 }
+
+#[test]
+fn concurrent_runs_on_one_trace_path_leave_one_whole_trace() {
+    // Each run writes its own temporary file and renames it onto the path when complete;
+    // they used to write into one file at once.
+    let trace = common::scratch("concurrent.trace.json");
+    let t = trace.to_str().unwrap();
+    let start = |name: &str| {
+        command(&["run", &format!("scenarios/{name}.ron"), "--trace", t])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    // The second, short run starts while the first (most of a second) is writing.
+    let long = start("gemm_ampere");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let short = start("fa3_pingpong");
+    for mut run in [long, short] {
+        assert!(run.wait().unwrap().success());
+    }
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).expect("one whole JSON trace");
+    let scenario = v["otherData"]["scenario"].as_str().unwrap();
+    assert!(
+        ["fa3_pingpong", "gemm_ampere"].contains(&scenario),
+        "{scenario}"
+    );
+    let left = std::fs::read_dir(trace.parent().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("concurrent.trace.json.")
+        })
+        .count();
+    assert_eq!(left, 0, "temporary traces left behind");
+}
