@@ -1,7 +1,28 @@
 //! Diagnostics with file:line:column and a snippet of the offending line.
 
 use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
+use std::borrow::Cow;
 use std::fmt;
+
+/// The longest message shown whole. Messages quote the scenario (names, expressions, RON's
+/// view of a bad token), which may be megabytes long; the source line itself is trimmed to the
+/// terminal width by the renderer.
+const MAX_MESSAGE: usize = 8192;
+
+/// `text`, or its first and last parts around a note of how much was left out.
+fn clip(text: &str, max: usize) -> Cow<'_, str> {
+    let n = text.chars().count();
+    if n <= max {
+        return Cow::Borrowed(text);
+    }
+    let keep = max / 2;
+    let head: String = text.chars().take(keep).collect();
+    let tail: String = text.chars().skip(n - keep).collect();
+    Cow::Owned(format!(
+        "{head} … ({} characters left out) … {tail}",
+        n - 2 * keep
+    ))
+}
 
 /// Where a problem is in the scenario, as precisely as known.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,9 +70,10 @@ impl fmt::Display for Diagnostic {
     /// a caret), without the `error:` level name, which the caller prints.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let located = self.pos.zip(self.line_text.as_deref());
+        let message = clip(&self.message, MAX_MESSAGE);
         let title = match located {
-            Some(_) => self.message.clone(),
-            None => format!("{}: {}", self.file, self.message),
+            Some(_) => message.into_owned(),
+            None => format!("{}: {message}", self.file),
         };
         let mut group = Group::with_title(Level::ERROR.no_name().primary_title(title));
         if let Some(((line, col), text)) = located {
@@ -95,6 +117,21 @@ mod tests {
     fn without_a_position_the_file_leads_the_message() {
         let d = Diagnostic::new("x.ron", "no role").in_path("kernel.roles");
         assert_eq!(d.to_string(), "x.ron: no role\n |\n = in kernel.roles");
+    }
+
+    #[test]
+    fn a_huge_message_is_clipped_in_the_middle() {
+        let name = "x".repeat(5_000_000);
+        let d = Diagnostic::new("z.ron", format!("Unexpected field named `{name}`"));
+        let shown = d.to_string();
+        assert!(shown.len() < MAX_MESSAGE + 200, "{}", shown.len());
+        assert!(
+            shown.starts_with("z.ron: Unexpected field named `xxx"),
+            "{shown:.80}"
+        );
+        let left_out = 5_000_025 - MAX_MESSAGE;
+        assert!(shown.contains(&format!(" … ({left_out} characters left out) … ")));
+        assert!(shown.ends_with("xxx`"));
     }
 
     #[test]

@@ -80,6 +80,9 @@ impl<'de> Deserialize<'de> for Expr {
             fn visit_bool<E: de::Error>(self, v: bool) -> Result<Expr, E> {
                 self.visit_i64(v as i64)
             }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Expr, E> {
+                Err(not_an_integer(v, &self))
+            }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Expr, E> {
                 let id = next_id()?;
                 let ast = expr::parse(v).map_err(E::custom)?;
@@ -91,6 +94,16 @@ impl<'de> Deserialize<'de> for Expr {
             }
         }
         d.deserialize_any(V)
+    }
+}
+
+/// The error for a number read as floating point: ron reads an integer literal beyond u64 as
+/// one, which is an integer too large, not a fraction.
+fn not_an_integer<E: de::Error>(v: f64, expected: &dyn de::Expected) -> E {
+    if v.fract() == 0.0 && v.abs() >= i64::MAX as f64 {
+        E::custom("integer too large")
+    } else {
+        E::invalid_type(de::Unexpected::Float(v), expected)
     }
 }
 
@@ -134,9 +147,42 @@ impl<'de> Deserialize<'de> for ParamValue {
             fn visit_bool<E: de::Error>(self, v: bool) -> Result<ParamValue, E> {
                 Ok(ParamValue(v as i64))
             }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<ParamValue, E> {
+                Err(not_an_integer(v, &self))
+            }
         }
         d.deserialize_any(V)
     }
+}
+
+/// A map whose keys are each written once: a second value for a key is an error, not a silent
+/// replacement of the first.
+fn unique_keys<'de, D, V>(d: D) -> Result<BTreeMap<String, V>, D::Error>
+where
+    D: Deserializer<'de>,
+    V: Deserialize<'de>,
+{
+    struct Unique<V>(std::marker::PhantomData<V>);
+    impl<'de, V: Deserialize<'de>> de::Visitor<'de> for Unique<V> {
+        type Value = BTreeMap<String, V>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a map of strings to values")
+        }
+        fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut out = BTreeMap::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if out.contains_key(&key) {
+                    return Err(de::Error::custom(format!(
+                        "the key `{key}` is written twice"
+                    )));
+                }
+                let value = map.next_value()?;
+                out.insert(key, value);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_map(Unique(std::marker::PhantomData))
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -148,9 +194,9 @@ pub struct Scenario {
     /// GPU preset name (`h100-sxm`).
     pub gpu: String,
     /// Preset fields to override, by dotted path: `{"memory.l2.bytes": 25165824}`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "unique_keys")]
     pub gpu_overrides: BTreeMap<String, ron::Value>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "unique_keys")]
     pub params: BTreeMap<String, ParamValue>,
     pub kernel: Kernel,
     #[serde(default)]
@@ -308,6 +354,7 @@ pub enum AOperand {
 
 /// One instruction of the tile ISA, or a structured control construct.
 #[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub enum Instr {
     /// TMA load of one box (the slot's shape) at element `coords` of `tensor` into `dst`;
     /// its bytes complete on the mbarrier `bar` (complete-tx).

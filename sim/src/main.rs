@@ -5,6 +5,7 @@ mod cli;
 
 use anstream::{AutoStream, ColorChoice};
 use clap::Parser;
+use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -18,10 +19,11 @@ fn main() -> ExitCode {
     // Usage errors exit with 2 here, through clap.
     let args = cli::Cli::parse();
     match cli::execute(args.command) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
-            // The error's own text only: the library errors carry their causes in it.
-            eprintln!("error: {e}");
+            // The error's own text only: the library errors carry their causes in it. A closed
+            // standard error loses the message, not the exit status (eprintln! would panic).
+            let _ = writeln!(std::io::stderr(), "error: {e}");
             ExitCode::FAILURE
         }
     }

@@ -3,11 +3,12 @@
 
 use crate::analytic::bound;
 use crate::engine::{Config, Engine, Progress, SimError};
-use crate::gpu::preset::{Preset, PresetError};
+use crate::gpu::cta_scheduler::occupancy;
+use crate::gpu::preset::{Preset, PresetError, MAX_CLOCK_MHZ};
 use crate::observe::report::{Report, TraceReport};
 use crate::observe::trace::{self, Filter, Level, Tracer};
 use crate::observe::warp_state::State;
-use isa::program::Kernel;
+use isa::program::{Kernel, WARP_SIZE};
 use isa::Diagnostic;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -65,22 +66,33 @@ pub enum RunError {
     Scenario(Diagnostic),
     #[error("{0}: {1}")]
     Preset(String, PresetError),
-    #[error("{file}: {error}{}", trace.as_ref().map(|t| format!("\n  = the trace up to that point is in {t}")).unwrap_or_default())]
+    #[error("{file}: {error}{}", trace.as_ref().map(|t| format!("\n  = {t}")).unwrap_or_default())]
     Sim {
         file: String,
         error: Box<SimError>,
-        /// The trace written up to the failure.
+        /// Where the trace up to the failure is, or why it could not be written.
         trace: Option<String>,
+    },
+    #[error("{0}: --trace names the scenario file itself, which the trace would replace")]
+    TraceIsInput(String),
+    #[error("{file}: impossible configuration: no CTA fits on an SM of {gpu}: {why}")]
+    NoFit {
+        file: String,
+        gpu: String,
+        why: String,
     },
     #[error("--clock-mhz must be a positive number of MHz, not {0}")]
     Clock(f64),
+    #[error("--clock-mhz {0} is beyond the fastest clock modeled, {MAX_CLOCK_MHZ} MHz")]
+    ClockTooHigh(f64),
 }
 
 /// Reads and compiles a scenario file against its GPU preset.
 pub fn load(path: &Path, opts: &RunOptions) -> Result<(Kernel, Preset), RunError> {
     let file = path.display().to_string();
-    let source = std::fs::read_to_string(path).map_err(|e| RunError::Io(file.clone(), e))?;
-    load_source(&file, &source, opts)
+    let bytes = std::fs::read(path).map_err(|e| RunError::Io(file.clone(), e))?;
+    let source = isa::decode(&file, &bytes).map_err(RunError::Scenario)?;
+    load_source(&file, source, opts)
 }
 
 /// As [`load`], from text already read; `file` names it in diagnostics.
@@ -95,6 +107,13 @@ pub fn load_source(
         .map_err(|e| RunError::Preset(file.to_string(), e))?;
     let kernel = isa::compile(&scenario, &opts.sets, &preset.limits(), file, source)
         .map_err(RunError::Scenario)?;
+    if let Some(why) = no_fit(&kernel, &preset) {
+        return Err(RunError::NoFit {
+            file: file.to_string(),
+            gpu: preset.name.clone(),
+            why,
+        });
+    }
     tracing::debug!(
         scenario = %kernel.name,
         ctas = kernel.grid,
@@ -103,6 +122,54 @@ pub fn load_source(
         "compiled"
     );
     Ok((kernel, preset))
+}
+
+/// Why not even one CTA of `kernel` fits on an SM of `preset`, if so. Validation checks the
+/// CTA against the per-CTA limits; overrides can still set a per-SM limit below them.
+fn no_fit(kernel: &Kernel, preset: &Preset) -> Option<String> {
+    let occ = occupancy(kernel, preset);
+    if occ.ctas > 0 {
+        return None;
+    }
+    let reasons: Vec<String> = occ
+        .limits
+        .iter()
+        .filter(|(_, n)| *n == 0)
+        .map(|(limit, _)| short_of(limit, kernel, preset))
+        .collect();
+    Some(reasons.join("; "))
+}
+
+/// What the SM's `limit` (an [`occupancy`] limit's name) offers below one CTA's need.
+fn short_of(limit: &str, kernel: &Kernel, preset: &Preset) -> String {
+    let warps = kernel.warps_per_cta();
+    let (sm, regs) = (&preset.sm, &preset.regs);
+    match limit {
+        "threads" => format!(
+            "sm.max_threads = {} is below its {} threads",
+            sm.max_threads,
+            warps * WARP_SIZE
+        ),
+        "warps" => format!(
+            "sm.warps_per_partition = {} is below its {} warps per partition \
+             ({warps} warps over {} partitions)",
+            sm.warps_per_partition,
+            warps.div_ceil(sm.partitions),
+            sm.partitions
+        ),
+        "regs" => format!(
+            "regs.per_sm = {} is below the {} registers its {warps} warps take at launch",
+            regs.per_sm,
+            (kernel.regs_per_thread * WARP_SIZE).div_ceil(regs.alloc_unit)
+                * regs.alloc_unit
+                * warps
+        ),
+        "smem" => format!(
+            "smem.per_sm = {} is below its {} bytes of shared memory",
+            preset.smem.per_sm, kernel.smem_bytes
+        ),
+        other => format!("the `{other}` limit allows none"),
+    }
 }
 
 /// Simulates a compiled kernel and builds its report, without the generic bound ([`run_file`]
@@ -120,6 +187,7 @@ pub fn simulate(
 fn config(preset: &Preset, opts: &RunOptions) -> Result<Config, RunError> {
     let clock = match opts.clock_mhz {
         Some(c) if !(c > 0.0 && c.is_finite()) => return Err(RunError::Clock(c)),
+        Some(c) if c > MAX_CLOCK_MHZ => return Err(RunError::ClockTooHigh(c)),
         c => c,
     };
     Ok(Config {
@@ -267,7 +335,7 @@ pub fn default_trace_path(kernel: &Kernel, opts: &RunOptions) -> PathBuf {
     if opts.seed != 0 {
         tag(format!("seed={}", opts.seed));
     }
-    PathBuf::from(format!("traces/{name}.trace.json"))
+    PathBuf::from(format!("traces/{}.trace.json", file_name(&name)))
 }
 
 /// Loads, validates and simulates a scenario file, and bounds it (`analytic::bound`) at the
@@ -280,6 +348,9 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
             .clone()
             .unwrap_or_else(|| default_trace_path(&kernel, opts))
     });
+    if trace_path.as_deref().is_some_and(|t| same_file(t, path)) {
+        return Err(RunError::TraceIsInput(file));
+    }
     // Whole-GPU runs trace the first few SMs' warps unless told otherwise: every SM's would
     // make a file too large to open (ui.perfetto.dev holds a few hundred thousand events).
     let spread = kernel.grid.min(preset.sm.count);
@@ -315,10 +386,9 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
         Ok(r) => (r, None),
         Err((e, r)) => (r, Some(e)),
     };
-    let events = finish_trace(&file, tracer, warps, &kernel, report, error, opts)
-        .map_err(|e| RunError::Io(shown.clone(), e))?;
-    match result {
-        Ok(mut report) => {
+    let events = finish_trace(&file, tracer, warps, &kernel, report, error, opts);
+    match (result, events) {
+        (Ok(mut report), Ok(events)) => {
             report.trace = Some(TraceReport {
                 path: shown,
                 events,
@@ -326,11 +396,39 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
             });
             Ok(report)
         }
-        Err((RunError::Sim { file, error, .. }, _)) => Err(RunError::Sim {
+        (Ok(_), Err(e)) => Err(RunError::Io(shown, e)),
+        // The run's own diagnosis comes first; a trace that could not be written is a note.
+        (Err((RunError::Sim { file, error, .. }, _)), events) => Err(RunError::Sim {
             file,
             error,
-            trace: Some(shown),
+            trace: Some(match events {
+                Ok(_) => format!("the trace up to that point is in {shown}"),
+                Err(e) => format!("the trace could not be written to {shown}: {e}"),
+            }),
         }),
-        Err((e, _)) => Err(e),
+        (Err((e, _)), _) => Err(e),
+    }
+}
+
+/// A scenario name as a file name: characters other than ASCII letters, digits, `-`, `_`, `=` and
+/// `.` (not first: no hidden file) become `_`, so a name such as `../x` cannot leave `traces/`.
+fn file_name(name: &str) -> String {
+    name.chars()
+        .enumerate()
+        .map(|(i, c)| {
+            if c.is_ascii_alphanumeric() || "-_=".contains(c) || (c == '.' && i > 0) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Whether `a` names the existing file `b` (through links or another spelling of the path).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
     }
 }

@@ -65,10 +65,11 @@ impl Compiler<'_> {
         Ok(regs as u32)
     }
 
-    /// The CTA's shared memory (buffers and mbarriers) fits the preset's per-CTA limit.
-    pub(super) fn smem_limit(&self, smem_bytes: u64) -> Result<(), Diagnostic> {
+    /// The CTA's shared memory (buffers and mbarriers) fits the preset's per-CTA limit; returns
+    /// it.
+    pub(super) fn smem_limit(&self, smem_bytes: u128) -> Result<u64, Diagnostic> {
         let lim = self.limits;
-        if smem_bytes > lim.smem_per_cta {
+        if smem_bytes > lim.smem_per_cta as u128 {
             return Err(Diagnostic::new(
                 self.file,
                 format!(
@@ -84,7 +85,8 @@ impl Compiler<'_> {
             )
             .in_path("kernel.smem"));
         }
-        Ok(())
+        // At most smem_per_cta, a u64.
+        Ok(smem_bytes as u64)
     }
 
     /// A role's registers per thread: within the preset's limit, and either the launch count or

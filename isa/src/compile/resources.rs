@@ -2,6 +2,7 @@
 //! and the CTA's shared-memory layout.
 
 use super::limits::MAX_ARRIVALS;
+use super::shapes::MAX_BYTES;
 use super::Compiler;
 use crate::diag::Diagnostic;
 use crate::program;
@@ -16,11 +17,21 @@ pub(super) struct Layout {
 impl Compiler<'_> {
     /// Declares the kernel's resources in file order and checks the CTA's shared memory.
     pub(super) fn declare(&mut self, k: &Kernel) -> Result<Layout, Diagnostic> {
+        let mut placed = 0u64;
         for (i, t) in k.tensors.iter().enumerate() {
             let path = format!("kernel.tensors[{i}] `{}`", t.name);
             self.unique_name(&t.name, &path)?;
             let shape = self.shape(&t.shape, &path)?;
-            let bytes = shape.iter().product::<u64>() * t.dtype.bytes();
+            let bytes = self.bytes(&shape, t.dtype, &path, &format!("tensor `{}`", t.name))?;
+            // Tensors are laid out one after another, 4 KiB aligned (the engine's addresses).
+            placed += bytes.div_ceil(4096) * 4096;
+            if placed > MAX_BYTES {
+                return Err(Diagnostic::new(
+                    self.file,
+                    format!("the tensors take {placed} bytes or more together; at most 2^48 are modeled"),
+                )
+                .in_path(path));
+            }
             let warm = self.in_range(&t.warm, &path, "warm", 0, 1)? == 1;
             self.tensors.push(program::TensorInfo {
                 name: t.name.clone(),
@@ -32,22 +43,26 @@ impl Compiler<'_> {
         }
 
         // Buffers in declaration order, each 128-byte aligned (TMA needs aligned shared memory).
-        let mut smem: u64 = 0;
+        // In u128: up to 2^16 slots of up to 2^48 bytes each may be declared, and the sum is
+        // reported as it is.
+        let mut smem: u128 = 0;
         for (i, b) in k.smem.iter().enumerate() {
             let path = format!("kernel.smem[{i}] `{}`", b.name);
             self.unique_name(&b.name, &path)?;
             let slots = self.in_range(&b.slots, &path, "slots", 1, 1 << 16)? as u32;
             let shape = self.shape(&b.shape, &path)?;
-            let slot_bytes = shape.iter().product::<u64>() * b.dtype.bytes();
+            let what = format!("a slot of buffer `{}`", b.name);
+            let slot_bytes = self.bytes(&shape, b.dtype, &path, &what)?;
             let base = smem.div_ceil(128) * 128;
-            smem = base + slot_bytes * slots as u64;
+            smem = base + slot_bytes as u128 * slots as u128;
             self.buffers.push(program::BufferInfo {
                 name: b.name.clone(),
                 slots,
                 dtype: b.dtype,
                 shape,
                 slot_bytes,
-                base,
+                // Past the limit only the error below reads the buffers.
+                base: base.try_into().unwrap_or(u64::MAX),
             });
         }
         // The mbarrier arrays, flattened; 8 bytes each after the buffers.
@@ -65,14 +80,14 @@ impl Compiler<'_> {
             });
             first += count;
         }
-        let smem_bytes = smem.div_ceil(8) * 8 + 8 * first as u64;
+        let smem_bytes = smem.div_ceil(8) * 8 + 8 * first as u128;
         for (i, c) in k.counters.iter().enumerate() {
             let path = format!("kernel.counters[{i}] `{}`", c.name);
             self.unique_name(&c.name, &path)?;
             let init = self.constant(&c.init, &path, "initial value")?;
             self.counters.push((c.name.clone(), init));
         }
-        self.smem_limit(smem_bytes)?;
+        let smem_bytes = self.smem_limit(smem_bytes)?;
         Ok(Layout {
             mbarrier_count: first,
             smem_bytes,

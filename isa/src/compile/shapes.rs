@@ -6,13 +6,16 @@ use super::Compiler;
 use crate::diag::Diagnostic;
 use crate::expr::Code;
 use crate::program::SlotRef;
-use crate::scenario::{AOperand, Expr, Ref};
+use crate::scenario::{AOperand, DType, Expr, Ref};
 
 /// wgmma N: a multiple of 8 in 8..=256 (PTX wgmma.mma_async, 16-bit types).
 const WGMMA_N_MAX: i64 = 256;
 
 /// The largest TMA box dimension, in elements (cuTensorMapEncodeTiled's boxDim).
 const TMA_BOX_MAX: u64 = 256;
+
+/// The most bytes a tensor, a buffer's slot, or all tensors together may take (256 TiB).
+pub(super) const MAX_BYTES: u64 = 1 << 48;
 
 /// A checked wgmma shape: m64 n`n` k(16 x `ksteps`), with its shared-memory operands.
 pub(super) struct WgmmaShape {
@@ -38,6 +41,33 @@ impl Compiler<'_> {
                     .map(|v| v as u64)
             })
             .collect()
+    }
+
+    /// The bytes of a `shape` of `dtype` elements, within [`MAX_BYTES`]: a product that
+    /// wrapped around u64 would pass every later size check.
+    pub(super) fn bytes(
+        &self,
+        shape: &[u64],
+        dtype: DType,
+        path: &str,
+        what: &str,
+    ) -> Result<u64, Diagnostic> {
+        shape
+            .iter()
+            .try_fold(dtype.bytes(), |a, &d| a.checked_mul(d))
+            .filter(|&b| b <= MAX_BYTES)
+            .ok_or_else(|| {
+                let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+                Diagnostic::new(
+                    self.file,
+                    format!(
+                        "{what} is {} elements of {} bytes: more than 2^48 bytes, the address space modeled",
+                        dims.join("x"),
+                        dtype.bytes()
+                    ),
+                )
+                .in_path(path)
+            })
     }
 
     /// TMA coordinates: one per dimension of `tensor`.

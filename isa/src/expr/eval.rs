@@ -12,6 +12,9 @@ pub enum EvalError {
     Overflow,
     #[error("shift by {0} is outside 0..64")]
     BadShift(i64),
+    /// Only while folding constants: [`Code::compile`] rejects a deeper expression as a whole.
+    #[error("more than {MAX_DEPTH} pending operands")]
+    TooDeep,
 }
 
 /// The deepest evaluation stack an expression may need; [`Code::compile`] rejects deeper ones,
@@ -34,9 +37,10 @@ impl Default for Stack {
 }
 
 impl Stack {
-    fn push(&mut self, x: i64) {
-        self.v[self.n] = x;
+    fn push(&mut self, x: i64) -> Result<(), EvalError> {
+        *self.v.get_mut(self.n).ok_or(EvalError::TooDeep)? = x;
         self.n += 1;
+        Ok(())
     }
     fn pop(&mut self) -> Option<i64> {
         self.n = self.n.checked_sub(1)?;
@@ -55,20 +59,20 @@ impl Code {
         while let Some(node) = self.nodes.get(pc) {
             pc += 1;
             match *node {
-                Node::Const(v) => stack.push(v),
-                Node::Slot(s) => stack.push(env[s as usize]),
+                Node::Const(v) => stack.push(v)?,
+                Node::Slot(s) => stack.push(env[s as usize])?,
                 Node::Un(op) => {
                     let a = stack.pop().unwrap_or_default();
                     stack.push(match op {
                         UnOp::Neg => a.checked_neg().ok_or(EvalError::Overflow)?,
                         UnOp::Not => (a == 0) as i64,
                         UnOp::BitNot => !a,
-                    });
+                    })?;
                 }
                 Node::Bin(op) => {
                     let b = stack.pop().unwrap_or_default();
                     let a = stack.pop().unwrap_or_default();
-                    stack.push(apply(op, a, b)?);
+                    stack.push(apply(op, a, b)?)?;
                 }
                 Node::JumpIfZero(t) => {
                     if stack.pop().unwrap_or_default() == 0 {
@@ -83,7 +87,7 @@ impl Code {
                 Node::Jump(t) => pc = t as usize,
                 Node::Truth => {
                     let a = stack.pop().unwrap_or_default();
-                    stack.push((a != 0) as i64);
+                    stack.push((a != 0) as i64)?;
                 }
             }
         }

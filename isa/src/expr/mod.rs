@@ -17,7 +17,7 @@ mod tests;
 
 pub use code::{Binding, Code, CompileError};
 pub use eval::{EvalError, MAX_DEPTH};
-pub use parser::{parse, parse_ref, ParseError, RefAst};
+pub use parser::{parse, parse_ref, ParseError, RefAst, MAX_LEN, MAX_NESTING};
 
 use std::fmt;
 

@@ -11,6 +11,7 @@ use nom::{
     sequence::{delimited, pair, preceded, tuple},
     IResult,
 };
+use std::cell::Cell;
 
 fn ws<'a, O>(
     inner: impl FnMut(&'a str) -> IResult<&'a str, O>,
@@ -65,6 +66,42 @@ fn call_or_name(i: &str) -> IResult<&str, Ast> {
     }
 }
 
+/// How deeply an expression may nest: parentheses, function calls, unary operators and `?:`
+/// branches each open a level. The parser recurses per level, so this bounds its stack.
+pub const MAX_NESTING: usize = 256;
+
+/// The longest expression text; it bounds the depth of an operator chain's tree (`a + b + ...`),
+/// which later passes walk recursively, and the size of messages that quote the text.
+pub const MAX_LEN: usize = 4096;
+
+thread_local! {
+    /// Levels open in the expression being parsed.
+    static NESTING: Cell<usize> = const { Cell::new(0) };
+}
+
+/// One open nesting level, closed on drop (also when the parser backtracks).
+struct Level;
+
+impl Level {
+    fn open(i: &str) -> Result<Level, nom::Err<nom::error::Error<&str>>> {
+        let depth = NESTING.with(|n| n.get()) + 1;
+        if depth > MAX_NESTING {
+            return Err(nom::Err::Failure(nom::error::Error::new(
+                i,
+                nom::error::ErrorKind::TooLarge,
+            )));
+        }
+        NESTING.with(|n| n.set(depth));
+        Ok(Level)
+    }
+}
+
+impl Drop for Level {
+    fn drop(&mut self) {
+        NESTING.with(|n| n.set(n.get() - 1));
+    }
+}
+
 fn primary(i: &str) -> IResult<&str, Ast> {
     ws(alt((
         map(integer, Ast::Int),
@@ -74,20 +111,21 @@ fn primary(i: &str) -> IResult<&str, Ast> {
 }
 
 fn unary(i: &str) -> IResult<&str, Ast> {
-    alt((
-        map(
-            pair(ws(alt((char('-'), char('!'), char('~')))), unary),
-            |(op, a)| {
-                let op = match op {
-                    '-' => UnOp::Neg,
-                    '!' => UnOp::Not,
-                    _ => UnOp::BitNot,
-                };
-                Ast::Unary(op, Box::new(a))
-            },
-        ),
-        primary,
-    ))(i)
+    let Ok((rest, op)) = ws(alt((
+        char::<_, nom::error::Error<&str>>('-'),
+        char('!'),
+        char('~'),
+    )))(i) else {
+        return primary(i);
+    };
+    let _level = Level::open(i)?;
+    let (rest, a) = unary(rest)?;
+    let op = match op {
+        '-' => UnOp::Neg,
+        '!' => UnOp::Not,
+        _ => UnOp::BitNot,
+    };
+    Ok((rest, Ast::Unary(op, Box::new(a))))
 }
 
 /// One left-associative precedence level: `next (op next)*`.
@@ -164,6 +202,7 @@ fn logor(i: &str) -> IResult<&str, Ast> {
 }
 
 fn expr_ast(i: &str) -> IResult<&str, Ast> {
+    let _level = Level::open(i)?;
     let (i, c) = logor(i)?;
     let (i, rest) = opt(tuple((
         preceded(ws(char('?')), expr_ast),
@@ -177,29 +216,43 @@ fn expr_ast(i: &str) -> IResult<&str, Ast> {
 
 /// Why an expression's text does not parse.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("cannot parse expression `{text}` at character {offset}: expected an integer, a name, `min(a, b)`, `max(a, b)`, `cdiv(a, b)` or a parenthesized expression joined by C operators")]
-pub struct ParseError {
-    pub text: String,
-    pub offset: usize,
+pub enum ParseError {
+    #[error("cannot parse expression `{text}` at character {offset}: expected an integer, a name, `min(a, b)`, `max(a, b)`, `cdiv(a, b)` or a parenthesized expression joined by C operators")]
+    Syntax { text: String, offset: usize },
+    #[error("the expression nests more than {MAX_NESTING} levels deep (parentheses, function calls, unary operators and `?:` each open one) at character {offset}")]
+    TooDeep { offset: usize },
+    #[error("the expression has {len} characters; at most {MAX_LEN} are allowed")]
+    TooLong { len: usize },
 }
 
 /// Parses a whole expression.
 pub fn parse(text: &str) -> Result<Ast, ParseError> {
-    finish(text, all_consuming(expr_ast)(text))
+    finish(text, |t| all_consuming(expr_ast)(t))
 }
 
-/// A whole-input parse result as a value or a [`ParseError`] at the failing offset.
-fn finish<T>(text: &str, result: IResult<&str, T>) -> Result<T, ParseError> {
-    match result {
+/// Runs a whole-input parse within [`MAX_LEN`]; a failure becomes a [`ParseError`] at the
+/// failing offset.
+fn finish<'a, T>(
+    text: &'a str,
+    parser: impl FnOnce(&'a str) -> IResult<&'a str, T>,
+) -> Result<T, ParseError> {
+    let len = text.chars().count();
+    if len > MAX_LEN {
+        return Err(ParseError::TooLong { len });
+    }
+    let syntax = |offset| ParseError::Syntax {
+        text: text.to_string(),
+        offset,
+    };
+    match parser(text) {
         Ok((_, v)) => Ok(v),
-        Err(nom::Err::Error(e) | nom::Err::Failure(e)) => Err(ParseError {
-            text: text.to_string(),
-            offset: text.len() - e.input.len(),
-        }),
-        Err(nom::Err::Incomplete(_)) => Err(ParseError {
-            text: text.to_string(),
-            offset: text.len(),
-        }),
+        Err(nom::Err::Failure(e)) if e.code == nom::error::ErrorKind::TooLarge => {
+            Err(ParseError::TooDeep {
+                offset: text.len() - e.input.len(),
+            })
+        }
+        Err(nom::Err::Error(e) | nom::Err::Failure(e)) => Err(syntax(text.len() - e.input.len())),
+        Err(nom::Err::Incomplete(_)) => Err(syntax(text.len())),
     }
 }
 
@@ -212,11 +265,12 @@ pub struct RefAst {
 
 /// Parses `name` or `name[expr]`.
 pub fn parse_ref(text: &str) -> Result<RefAst, ParseError> {
-    let parsed = all_consuming(ws(pair(
-        ident,
-        opt(delimited(ws(char('[')), expr_ast, ws(char(']')))),
-    )))(text);
-    let (name, index) = finish(text, parsed)?;
+    let (name, index) = finish(text, |t| {
+        all_consuming(ws(pair(
+            ident,
+            opt(delimited(ws(char('[')), expr_ast, ws(char(']')))),
+        )))(t)
+    })?;
     Ok(RefAst {
         name: name.to_string(),
         index: index.unwrap_or(Ast::Int(0)),

@@ -69,7 +69,7 @@ fn errors_are_values_not_panics() {
     assert_eq!(eval_with("1 << 63", &[]), Err(EvalError::Overflow));
     assert_eq!(eval_with("-1 << 63", &[]), Ok(i64::MIN));
     let e = parse("j % ").unwrap_err();
-    assert_eq!(e.offset, 4); // the missing operand
+    assert!(matches!(e, ParseError::Syntax { offset: 4, .. }), "{e:?}"); // the missing operand
     assert!(parse("(1 + 2").is_err());
     assert!(parse("").is_err());
 }
@@ -110,4 +110,59 @@ fn references() {
     assert_eq!(r.index.to_string(), "(j % stages)");
     assert_eq!(parse_ref(" sA ").unwrap().index, Ast::Int(0));
     assert!(parse_ref("full[").is_err());
+}
+
+/// Compiles `text` with `j` as a run-time slot.
+fn compile_j(text: &str) -> Result<Code, String> {
+    let ast = parse(text).map_err(|e| e.to_string())?;
+    Code::compile(&ast, &mut |n| (n == "j").then_some(Binding::Slot(0))).map_err(|e| e.to_string())
+}
+
+#[test]
+fn deep_nesting_is_an_error_not_a_stack_overflow() {
+    // Run on a small stack: the limits must hold well below the main thread's 8 MiB.
+    std::thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn(|| {
+            let at_limit = format!(
+                "{}j{}",
+                "(".repeat(MAX_NESTING - 2),
+                ")".repeat(MAX_NESTING - 2)
+            );
+            assert!(compile_j(&at_limit).is_ok());
+            let parens = format!("{}j{}", "(".repeat(2000), ")".repeat(2000));
+            let unary = format!("{}j", "-".repeat(4000));
+            let cond = format!("{}1{}", "j ? ".repeat(500), " : 2".repeat(500));
+            for text in [&parens, &unary, &cond] {
+                let e = compile_j(text).unwrap_err();
+                assert!(
+                    e.starts_with(&format!(
+                        "the expression nests more than {MAX_NESTING} levels deep"
+                    )),
+                    "{e}"
+                );
+            }
+            // The longest chain that fits the length limit compiles (2 operands pending).
+            let chain = vec!["j"; MAX_LEN / 2].join("+");
+            assert!(compile_j(&chain).is_ok());
+            let long = vec!["j"; 50_000].join("+");
+            assert_eq!(
+                compile_j(&long).unwrap_err(),
+                format!("the expression has 99999 characters; at most {MAX_LEN} are allowed")
+            );
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+#[test]
+fn folding_a_deep_constant_that_fails_is_not_a_panic() {
+    // Each level's fold evaluates the code below it, which fails at its innermost `1 / 0`
+    // with more operands pending than the evaluation stack holds.
+    let text = format!("{}1 / 0{}", "1 + (".repeat(40), ")".repeat(40));
+    assert_eq!(
+        compile_j(&text).unwrap_err(),
+        "the expression is nested too deeply (more than 32 pending operands)"
+    );
 }

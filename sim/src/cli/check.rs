@@ -1,21 +1,26 @@
-//! `sim check`: validate a scenario and simulate it with the hazard checks, up to a cycle cap;
-//! reaching the cap without a hazard or deadlock passes.
+//! `sim check`: validate a scenario and simulate it with the hazard checks, up to a cycle cap.
+//! A run that finishes without a hazard or deadlock passes; one stopped at the cap proves
+//! nothing about the rest and is inconclusive, with its own exit status.
 
 use super::emit;
 use super::scenario::ScenarioArgs;
 use sim::engine::SimError;
 use sim::run::{self, RunError};
+use std::process::ExitCode;
+
+/// The exit status of a check stopped at its cycle budget (docs/cli.md).
+pub const INCONCLUSIVE: u8 = 3;
 
 #[derive(clap::Args)]
 pub struct Args {
     #[command(flatten)]
     scenario: ScenarioArgs,
-    /// Simulate at most this many cycles.
-    #[arg(long, default_value_t = 20_000_000)]
+    /// Simulate at most this many cycles (1 to 2^38).
+    #[arg(long, default_value_t = 20_000_000, value_parser = clap::value_parser!(u64).range(1..=1 << 38))]
     check_cycles: u64,
 }
 
-pub fn run(a: &Args) -> anyhow::Result<()> {
+pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
     if a.scenario.no_check {
         anyhow::bail!("`sim check` always runs the hazard checks: drop --no-check");
     }
@@ -23,15 +28,19 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
     opts.max_cycles = opts.max_cycles.min(a.check_cycles);
     let file = a.scenario.file.display();
     match run::run_file(&a.scenario.file, &opts) {
-        Ok(r) => emit(&format!(
-            "{file}: valid; simulated to completion in {} cycles with no hazard and no deadlock\n",
-            r.cycles
-        )),
+        Ok(r) => {
+            emit(&format!(
+                "{file}: valid; simulated to completion in {} cycles with no hazard and no deadlock\n",
+                r.cycles
+            ))?;
+            Ok(ExitCode::SUCCESS)
+        }
         Err(RunError::Sim { error, .. }) if matches!(*error, SimError::CycleLimit { .. }) => {
             emit(&format!(
-                "{file}: valid; no hazard and no deadlock in the first {} cycles (stopped there)\n",
+                "{file}: inconclusive; no hazard and no deadlock in the first {} cycles, but the run had not finished (raise --check-cycles or --max-cycles)\n",
                 opts.max_cycles
-            ))
+            ))?;
+            Ok(ExitCode::from(INCONCLUSIVE))
         }
         Err(e) => Err(e.into()),
     }

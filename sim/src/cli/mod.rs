@@ -13,6 +13,7 @@ mod validate;
 
 use clap::{Parser, Subcommand};
 use std::io::Write;
+use std::process::ExitCode;
 
 #[derive(Parser)]
 #[command(
@@ -45,17 +46,19 @@ pub enum Command {
     Validate(sim::validate::ValidateArgs),
 }
 
-pub fn execute(command: Command) -> anyhow::Result<()> {
-    match command {
+/// Runs a subcommand; its exit status on success (only `sim check` has one besides 0).
+pub fn execute(command: Command) -> anyhow::Result<ExitCode> {
+    let done = match command {
+        Command::Check(a) => return check::run(&a),
         Command::Run(a) => run::run(&a),
         Command::Bench(a) => bench::run(&a),
         Command::Presets => presets::run(),
-        Command::Check(a) => check::run(&a),
         Command::Stalls(a) => stalls::run(&a),
         Command::Report(a) => report::run(&a),
         Command::Analyze(a) => analyze::run(&a),
         Command::Validate(a) => validate::run(&a),
-    }
+    };
+    done.map(|()| ExitCode::SUCCESS)
 }
 
 /// Writes to stdout, dropping escape codes where colours are not wanted; a closed pipe

@@ -1,5 +1,6 @@
 //! `sim report`: write the HTML page of a trace.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -12,9 +13,16 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> anyhow::Result<()> {
+    if sim::run::same_file(&a.output, &a.trace) {
+        anyhow::bail!(
+            "{}: -o names the trace being read, which the page would replace",
+            a.output.display()
+        );
+    }
     let page = sim::observe::report_html::build(&a.trace)?;
     let out = a.output.display();
     std::fs::write(&a.output, page).map_err(|e| anyhow::anyhow!("{out}: {e}"))?;
-    eprintln!("wrote {out}");
+    // The page is written; a closed standard error only loses this note.
+    let _ = writeln!(std::io::stderr(), "wrote {out}");
     Ok(())
 }

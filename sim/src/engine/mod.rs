@@ -278,6 +278,13 @@ impl<'a> Engine<'a> {
         if self.warps.iter().any(|w| w.acct.exited().is_none()) || self.next_block < self.k.grid {
             return Err(self.deadlock());
         }
+        // The kernel ends when its booked work does (stores nobody waits for), which may be
+        // past the limit although no event was.
+        if self.horizon > self.cfg.max_cycles {
+            return Err(SimError::CycleLimit {
+                limit: self.cfg.max_cycles,
+            });
+        }
         Ok(())
     }
 

@@ -15,10 +15,11 @@ pub struct Server {
 impl Server {
     /// Books `cycles` of work requested at `now`; returns (start, end).
     pub fn book(&mut self, now: u64, cycles: u64) -> (u64, u64) {
+        // Saturating: a time past u64 is past any cycle limit, never a wrap to an early one.
         let start = now.max(self.next_free);
-        let end = start + cycles;
+        let end = start.saturating_add(cycles);
         self.next_free = end;
-        self.busy += cycles;
+        self.busy = self.busy.saturating_add(cycles);
         (start, end)
     }
 
@@ -102,10 +103,12 @@ impl Link {
     /// Moves `bytes` starting no earlier than cycle `now`; returns the cycle the last byte is
     /// through (rounded up).
     pub fn book(&mut self, now: u64, bytes: u64) -> u64 {
-        let start = (now * FP).max(self.next_free);
-        let len = bytes * self.fp_per_byte;
-        self.next_free = start + len;
-        self.busy += len;
+        // Saturating: a tiny bandwidth (a huge --clock-mhz, an override) makes transfers long,
+        // never wraps them around to short ones; the result stays below u64::MAX / FP.
+        let start = now.saturating_mul(FP).max(self.next_free);
+        let len = bytes.saturating_mul(self.fp_per_byte);
+        self.next_free = start.saturating_add(len);
+        self.busy = self.busy.saturating_add(len);
         self.next_free.div_ceil(FP)
     }
 
@@ -150,6 +153,14 @@ mod link_tests {
         }
         assert!((end as f64 - 22_378.0).abs() <= 1.0, "{end}");
         assert!(end - l.busy() <= 1);
+    }
+
+    #[test]
+    fn a_bandwidth_too_small_to_represent_takes_forever_not_no_time() {
+        let mut l = Link::new(1e-30);
+        let first = l.book(0, 128);
+        assert!(first >= u64::MAX / FP - 1, "{first}");
+        assert!(l.book(first, 128) >= first);
     }
 
     #[test]

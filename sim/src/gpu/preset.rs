@@ -71,8 +71,10 @@ impl Clock {
     /// Why the clock table cannot be used, naming the field.
     fn problem(&self) -> Option<String> {
         let max = self.max_mhz;
-        if !(max > 0.0 && max.is_finite()) {
-            return Some(format!("clock.max_mhz = {max} must be a positive number"));
+        if !(max > 0.0 && max <= MAX_CLOCK_MHZ) {
+            return Some(format!(
+                "clock.max_mhz = {max} must be a positive number of MHz up to {MAX_CLOCK_MHZ}"
+            ));
         }
         if self.sustained.is_empty() {
             return Some("clock.sustained needs at least one point".to_string());
@@ -350,8 +352,31 @@ fn field<'v>(value: &'v mut ron::Value, path: &str) -> Result<&'v mut ron::Value
     Ok(cur)
 }
 
+/// The value of `new`, when it replaces an integer field and is an integer beyond i64: ron
+/// reads such a literal as a floating-point number, and the field's type error would say so.
+fn too_large_integer(field: &ron::Value, new: &ron::Value) -> Option<f64> {
+    use ron::value::Number;
+    let (ron::Value::Number(old), ron::Value::Number(n @ (Number::F32(_) | Number::F64(_)))) =
+        (field, new)
+    else {
+        return None;
+    };
+    let v = n.into_f64();
+    let integer_field = !matches!(old, Number::F32(_) | Number::F64(_));
+    (integer_field && v.fract() == 0.0 && v.abs() >= i64::MAX as f64).then_some(v)
+}
+
 /// Most SMs a preset may have (the largest GPUs have under 200).
 pub const MAX_SMS: u32 = 1024;
+
+/// The fastest SM clock a preset or `--clock-mhz` may name (1 THz): far beyond any chip, and
+/// slow enough that HBM still moves a fraction of a byte per cycle.
+pub const MAX_CLOCK_MHZ: f64 = 1e6;
+
+/// The longest latency or per-operation time a preset may give, in cycles. Simulated time
+/// stops at `--max-cycles` (at most 2^38), so sums of a few such times stay far from wrapping
+/// around u64.
+pub const MAX_FIELD_CYCLES: u64 = 1 << 32;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PresetError {
@@ -393,6 +418,9 @@ impl Preset {
         })?;
         for (path, new) in overrides {
             let slot = field(&mut value, path).map_err(|e| invalid(e.to_string()))?;
+            if let Some(v) = too_large_integer(slot, new) {
+                return Err(invalid(format!("{path} = {v}: integer too large")));
+            }
             *slot = new.clone();
         }
         let p: Preset = value.into_rust().map_err(|e| {
@@ -498,6 +526,130 @@ impl Preset {
         ] {
             if !(v > 0.0 && v.is_finite()) {
                 return bad(format!("{field} must be a positive number"));
+            }
+        }
+        // Counts the engine allocates by (per SM, per CTA, per cache way or channel) and
+        // sizes it multiplies: beyond any GPU's they would only exhaust memory or wrap around.
+        let (b, m, t) = (&self.barriers, &self.memory, &self.tensor);
+        for (field, v, max) in [
+            ("barriers.named", b.named as u64, 1024),
+            ("sm.max_ctas", self.sm.max_ctas as u64, 1024),
+            ("sm.max_threads", self.sm.max_threads as u64, 1 << 16),
+            (
+                "sm.max_threads_per_cta",
+                self.sm.max_threads_per_cta as u64,
+                1 << 16,
+            ),
+            ("regs.per_sm", self.regs.per_sm as u64, 1 << 24),
+            ("regs.alloc_unit", self.regs.alloc_unit as u64, 1 << 16),
+            (
+                "regs.max_per_thread",
+                self.regs.max_per_thread as u64,
+                1 << 16,
+            ),
+            (
+                "regs.setmaxnreg_max",
+                self.regs.setmaxnreg_max as u64,
+                1 << 16,
+            ),
+            ("smem.per_sm", self.smem.per_sm, 1 << 32),
+            ("smem.per_cta", self.smem.per_cta, 1 << 32),
+            ("smem.banks", self.smem.banks as u64, 1024),
+            ("smem.bank_bytes", self.smem.bank_bytes as u64, 1024),
+            ("tensor.flops_per_cycle", t.flops_per_cycle, 1 << 32),
+            ("tensor.max_hgmma_in_flight", t.max_hgmma_in_flight, 1024),
+            (
+                "tensor.issue_acc_regs_per_cycle",
+                t.issue_acc_regs_per_cycle,
+                1 << 16,
+            ),
+            ("tma.chunk_bytes", self.tma.chunk_bytes, 1 << 32),
+            ("memory.sector_bytes", m.sector_bytes, 1 << 16),
+            ("memory.l2.line_bytes", m.l2.line_bytes, 1 << 16),
+            // Its tags and states take ~18 bytes per line.
+            ("memory.l2.bytes", m.l2.bytes, 1 << 30),
+            ("memory.l2.ways", m.l2.ways as u64, 1024),
+            ("memory.l2.slices", m.l2.slices as u64, 4096),
+            ("memory.l2.partitions", m.l2.partitions as u64, 64),
+            ("memory.hbm.channels", m.hbm.channels as u64, 4096),
+            (
+                "memory.hbm.interleave_bytes",
+                m.hbm.interleave_bytes,
+                1 << 32,
+            ),
+            ("smem.latency", self.smem.latency, MAX_FIELD_CYCLES),
+            (
+                "smem.queue_cycles",
+                self.smem.queue_cycles,
+                MAX_FIELD_CYCLES,
+            ),
+            (
+                "pipes.fma.latency",
+                self.pipes.fma.latency,
+                MAX_FIELD_CYCLES,
+            ),
+            (
+                "pipes.alu.latency",
+                self.pipes.alu.latency,
+                MAX_FIELD_CYCLES,
+            ),
+            (
+                "pipes.mufu.latency",
+                self.pipes.mufu.latency,
+                MAX_FIELD_CYCLES,
+            ),
+            (
+                "pipes.shfl.latency",
+                self.pipes.shfl.latency,
+                MAX_FIELD_CYCLES,
+            ),
+            ("tensor.extra_latency", t.extra_latency, MAX_FIELD_CYCLES),
+            (
+                "tensor.inflight_release_lead",
+                t.inflight_release_lead,
+                MAX_FIELD_CYCLES,
+            ),
+            (
+                "tensor.issue_overlap_cycles",
+                t.issue_overlap_cycles,
+                MAX_FIELD_CYCLES,
+            ),
+            ("tensor.rs_min_cycles", t.rs_min_cycles, MAX_FIELD_CYCLES),
+            ("tensor.mma_cycles", t.mma_cycles, MAX_FIELD_CYCLES),
+            ("tensor.mma_latency", t.mma_latency, MAX_FIELD_CYCLES),
+            ("barriers.named_latency", b.named_latency, MAX_FIELD_CYCLES),
+            (
+                "barriers.named_per_warp",
+                b.named_per_warp,
+                MAX_FIELD_CYCLES,
+            ),
+            (
+                "barriers.mbarrier_latency",
+                b.mbarrier_latency,
+                MAX_FIELD_CYCLES,
+            ),
+            (
+                "barriers.test_wait_interval",
+                b.test_wait_interval,
+                MAX_FIELD_CYCLES,
+            ),
+            ("tma.issue_cycles", self.tma.issue_cycles, MAX_FIELD_CYCLES),
+            (
+                "tma.extra_latency",
+                self.tma.extra_latency,
+                MAX_FIELD_CYCLES,
+            ),
+            ("memory.latency_jitter", m.latency_jitter, MAX_FIELD_CYCLES),
+            (
+                "memory.l2.near_latency",
+                m.l2.near_latency,
+                MAX_FIELD_CYCLES,
+            ),
+            ("memory.l2.far_latency", m.l2.far_latency, MAX_FIELD_CYCLES),
+            ("memory.hbm.latency", m.hbm.latency, MAX_FIELD_CYCLES),
+        ] {
+            if v > max {
+                return bad(format!("{field} = {v} must be at most {max}"));
             }
         }
         let beside = self.tensor.issue_beside_hgmma;
@@ -683,7 +835,15 @@ mod tests {
             (table("[]"), "clock.sustained needs at least one point"),
             (
                 with("clock.max_mhz", "-5.0"),
-                "clock.max_mhz = -5 must be a positive number",
+                "clock.max_mhz = -5 must be a positive number of MHz up to 1000000",
+            ),
+            (
+                with("clock.max_mhz", "inf"),
+                "clock.max_mhz = inf must be a positive number of MHz up to 1000000",
+            ),
+            (
+                table("[(load: 0.0, mhz: inf)]"),
+                "clock.sustained[0].mhz = inf must be positive and at most clock.max_mhz = 1980",
             ),
         ];
         for (got, message) in cases {
@@ -715,6 +875,16 @@ mod tests {
             Err("preset `h100-sxm`: sm.count = 0 must be in 1..=1024".to_string())
         );
         assert!(with("sm.count", 1 << 40).is_err());
+        let huge = BTreeMap::from([(
+            "sm.count".to_string(),
+            ron::from_str::<ron::Value>("18446744073709551616").unwrap(),
+        )]);
+        assert_eq!(
+            Preset::with_overrides("h100-sxm", &huge)
+                .unwrap_err()
+                .to_string(),
+            "preset `h100-sxm`: sm.count = 18446744073709552000: integer too large"
+        );
         assert_eq!(with("sm.count", 1024), Ok(()));
         for field in [
             "sm.max_ctas",

@@ -139,23 +139,24 @@ pub fn validate(gpu: &str, data: &Data, groups: &[String]) -> Result<Validation,
     })
 }
 
-/// `sim validate`: prints the tables (or JSON); an error when a bounded group is over its
-/// bound.
-pub fn run_cli(args: &ValidateArgs) -> Result<(), ValidateError> {
+/// `sim validate`: the tables (or JSON) to print, and an error when a bounded group is over
+/// its bound. The caller prints, so that a closed standard output is its to handle.
+pub fn run_cli(args: &ValidateArgs) -> Result<(String, Result<(), ValidateError>), ValidateError> {
     let data = match &args.data {
         Some(dir) => Data::with_dir(dir)?,
         None => Data::stored()?,
     };
     let v = validate(&args.gpu, &data, &args.groups)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&v)?);
+    let text = if args.json {
+        serde_json::to_string_pretty(&v)? + "\n"
     } else {
-        print!("{}", v.table());
-    }
+        v.table()
+    };
     let failures = v.failures();
-    if failures.is_empty() {
+    let verdict = if failures.is_empty() {
         Ok(())
     } else {
         Err(ValidateError::OverBound(failures))
-    }
+    };
+    Ok((text, verdict))
 }

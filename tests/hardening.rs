@@ -1,0 +1,535 @@
+//! Hostile input and hostile surroundings (issue 13): each test feeds the binary or the library
+//! one input of a class that used to crash, answer wrongly or lie, and asserts the diagnosis.
+
+mod common;
+
+use common::{command, sim, temp_scenario};
+use std::process::Stdio;
+
+/// A one-role scenario whose FMA count is `expr` (RON text), with `extra` after its `gpu`.
+fn mini(expr: &str, extra: &str) -> String {
+    format!(
+        r#"Scenario(
+    name: "mini",
+    gpu: "h100-sxm",{extra}
+    params: {{ "k": 64 }},
+    kernel: Kernel(
+        regs_per_thread: 128,
+        roles: [
+            Role(name: "w", regs: 128, program: [
+                Loop(var: "j", count: "k / 16", body: [Fma({expr})]),
+            ]),
+        ],
+    ),
+)
+"#
+    )
+}
+
+/// Runs `sim ARGS`; asserts exit status 1, no panic, and every needle in standard error.
+fn fails_with(args: &[&str], needles: &[&str]) -> String {
+    let out = sim(args);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "sim {args:?}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    for n in needles {
+        assert!(err.contains(n), "expected `{n}` in:\n{err}");
+    }
+    err
+}
+
+/// `sim check` on scenario text written to a scratch file named `name`.
+fn check_text(name: &str, text: &str, needles: &[&str]) -> String {
+    let path = temp_scenario(name, text);
+    fails_with(&["check", path.to_str().unwrap()], needles)
+}
+
+#[test]
+fn deeply_nested_expressions_are_errors_at_their_position() {
+    let deep = format!("\"{}j{}\"", "(".repeat(1000), ")".repeat(1000));
+    check_text(
+        "deep.ron",
+        &mini(&deep, ""),
+        &[
+            "the expression nests more than 256 levels deep",
+            "deep.ron:9:61",
+        ],
+    );
+    let unary = format!("\"{}j\"", "-".repeat(3000));
+    check_text(
+        "unary.ron",
+        &mini(&unary, ""),
+        &["the expression nests more than 256 levels deep"],
+    );
+    let long = format!("\"{}\"", vec!["j"; 30_000].join("+"));
+    check_text(
+        "long.ron",
+        &mini(&long, ""),
+        &["the expression has 59999 characters; at most 4096 are allowed"],
+    );
+}
+
+#[test]
+fn a_closed_standard_output_ends_the_output_quietly() {
+    // The read end is closed before `sim validate` has simulated its twins (a second) and
+    // printed.
+    let mut child = command(&["validate", "--group", "l2_disjoint"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}
+
+#[test]
+fn a_closed_standard_error_keeps_the_exit_status() {
+    // The read end is closed while the run simulates (a few tenths of a second), before it
+    // reports the cycle limit.
+    let mut child = command(&[
+        "run",
+        "scenarios/gemm.ron",
+        "--no-trace",
+        "--max-cycles",
+        "100000",
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    drop(child.stderr.take());
+    assert_eq!(child.wait().unwrap().code(), Some(1));
+}
+
+#[test]
+fn unknown_fields_inside_instructions_are_rejected() {
+    let text = mini("1", "").replace("Fma(1)", "Arrive(bar: \"b\", elect: true, bogus: 3)");
+    check_text(
+        "unknown_field.ron",
+        &text,
+        &["Unexpected field named `bogus` in `Arrive`, expected either `bar` or `elect` instead"],
+    );
+    let wait = mini("1", "").replace("Fma(1)", "Wait(bar: \"b\", parity: 0, pol: Test)");
+    check_text(
+        "unknown_wait_field.ron",
+        &wait,
+        &["Unexpected field named `pol` in `Wait`"],
+    );
+}
+
+#[test]
+fn keys_written_twice_are_rejected() {
+    let params = mini("1", "").replace("\"k\": 64", "\"k\": 64, \"k\": 32");
+    check_text(
+        "dup_params.ron",
+        &params,
+        &["the key `k` is written twice", "dup_params.ron:4:"],
+    );
+    let overrides = mini("1", " gpu_overrides: {\"sm.count\": 4, \"sm.count\": 8},");
+    check_text(
+        "dup_overrides.ron",
+        &overrides,
+        &[
+            "the key `sm.count` is written twice",
+            "dup_overrides.ron:3:",
+        ],
+    );
+}
+
+#[test]
+fn text_encoding_a_bom_is_accepted_and_invalid_utf8_is_located() {
+    let bom = temp_scenario("bom.ron", &format!("\u{feff}{}", mini("1", "")));
+    let out = sim(&["check", bom.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut bytes = mini("1", "").into_bytes();
+    bytes[12] = 0xc3; // `name: "mini"`: a lead byte without its continuation
+    let path = common::scratch("bad_utf8.ron");
+    std::fs::write(&path, bytes).unwrap();
+    fails_with(
+        &["check", path.to_str().unwrap()],
+        &[
+            "the file is not valid UTF-8 text (byte 0xC3)",
+            "bad_utf8.ron:2:3",
+        ],
+    );
+}
+
+#[test]
+fn integers_beyond_i64_are_too_large_not_floating_point() {
+    for big in [
+        "9223372036854775808",
+        "18446744073709551616",
+        "-9223372036854775809",
+    ] {
+        let err = check_text(
+            "big.ron",
+            &mini(big, ""),
+            &["integer too large", "big.ron:9:"],
+        );
+        assert!(!err.contains("floating point"), "{err}");
+    }
+    let fraction = check_text(
+        "fraction.ron",
+        &mini("1.5", ""),
+        &["floating point number `1.5`"],
+    );
+    assert!(!fraction.contains("too large"), "{fraction}");
+}
+
+#[test]
+fn deep_programs_run_and_deeper_ones_are_explained() {
+    let nested = |n: usize| {
+        let mut body = "Fma(1)".to_string();
+        for i in 0..n {
+            body = format!("If(cond: {}, then: [{body}])", i % 2 + 1);
+        }
+        mini("1", "").replace("Fma(1)", &body)
+    };
+    let ok = temp_scenario("nested_ok.ron", &nested(80));
+    let out = sim(&["check", ok.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    check_text(
+        "nested_deep.ron",
+        &nested(200),
+        &[
+            "the scenario nests more than 512 levels deep",
+            "nested_deep.ron:9:",
+        ],
+    );
+}
+
+#[test]
+fn an_error_on_a_huge_line_prints_a_clipped_message() {
+    let field = "x".repeat(5_000_000);
+    let text = mini("1", "").replace("name: \"mini\",", &format!("name: \"mini\", {field}: 1,"));
+    let err = check_text(
+        "huge_line.ron",
+        &text,
+        &["Unexpected field named `xxx", "characters left out"],
+    );
+    assert!(err.len() < 20_000, "{} bytes on stderr", err.len());
+}
+
+/// `scenarios/NAME.ron` with `gpu_overrides` set to `overrides` (RON map entries).
+fn with_overrides(name: &str, overrides: &str) -> String {
+    let text = std::fs::read_to_string(common::scenario(name)).unwrap();
+    let gpu = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("gpu:"))
+        .unwrap();
+    text.replacen(gpu, &format!("{gpu} gpu_overrides: {{{overrides}}},"), 1)
+}
+
+#[test]
+fn override_counts_and_times_beyond_any_gpu_are_refused() {
+    for (entry, message) in [
+        (
+            "\"barriers.named\": 4294967295",
+            "barriers.named = 4294967295 must be at most 1024",
+        ),
+        (
+            "\"memory.l2.ways\": 4294967295",
+            "memory.l2.ways = 4294967295 must be at most 1024",
+        ),
+        (
+            "\"memory.l2.slices\": 100000",
+            "memory.l2.slices = 100000 must be at most 4096",
+        ),
+        (
+            "\"memory.hbm.channels\": 100000",
+            "memory.hbm.channels = 100000 must be at most 4096",
+        ),
+        (
+            "\"memory.l2.bytes\": 18446744073709551615",
+            "memory.l2.bytes = 18446744073709551615 must be at most 1073741824",
+        ),
+        ("\"memory.l2.ways\": 0", "memory.l2.ways must be positive"),
+        (
+            "\"memory.hbm.latency\": 18446744073709551615",
+            "memory.hbm.latency = 18446744073709551615 must be at most 4294967296",
+        ),
+        (
+            "\"sm.count\": 18446744073709551616",
+            "sm.count = 18446744073709552000: integer too large",
+        ),
+        (
+            "\"clock.max_mhz\": inf",
+            "clock.max_mhz = inf must be a positive number of MHz up to 1000000",
+        ),
+        (
+            "\"clock.sustained\": [(load: 0.0, mhz: inf)]",
+            "clock.sustained[0].mhz = inf must be positive",
+        ),
+    ] {
+        check_text(
+            "override_range.ron",
+            &with_overrides("gemm_ws", entry),
+            &[&format!("preset `h100-sxm`: {message}")],
+        );
+    }
+}
+
+#[test]
+fn a_tiny_bandwidth_or_a_huge_clock_is_slow_not_fast() {
+    // 1e-12 GB/s made each HBM transfer's length wrap around u64: the stream ran 5x faster.
+    let text = with_overrides("hbm_stream", "\"memory.hbm.bandwidth_gbs\": 1e-12");
+    let path = temp_scenario("tiny_bandwidth.ron", &text);
+    fails_with(
+        &[
+            "run",
+            path.to_str().unwrap(),
+            "--no-trace",
+            "--max-cycles",
+            "10000000",
+        ],
+        &["the run passed the cycle limit (10000000 cycles"],
+    );
+    fails_with(
+        &[
+            "run",
+            "scenarios/hbm_stream.ron",
+            "--no-trace",
+            "--clock-mhz",
+            "1e12",
+        ],
+        &["--clock-mhz 1000000000000 is beyond the fastest clock modeled, 1000000 MHz"],
+    );
+}
+
+#[test]
+fn shared_memory_sizes_that_wrap_around_u64_are_refused() {
+    // 2^40 x 2^40 x 4 bytes per slot wrapped to 0 and passed the shared-memory check.
+    let text = std::fs::read_to_string(common::scenario("gemm_ws")).unwrap().replace(
+        "smem: [",
+        "smem: [\n            Buffer(name: \"huge\", dtype: F32, shape: [1099511627776, 1099511627776]),",
+    );
+    check_text(
+        "smem_wrap.ron",
+        &text,
+        &["a slot of buffer `huge` is 1099511627776x1099511627776 elements of 4 bytes: more than 2^48 bytes"],
+    );
+    // 2^16 slots of 2^48 bytes: the sum, 2^64 and a little, is reported as it is, not wrapped.
+    let text = std::fs::read_to_string(common::scenario("gemm_ws")).unwrap().replace(
+        "smem: [",
+        "smem: [\n            Buffer(name: \"many\", slots: 65536, dtype: F32, shape: [4194304, 16777216]),",
+    );
+    check_text(
+        "smem_sum.ron",
+        &text,
+        &["the CTA needs 18446744073709748288 bytes of shared memory"],
+    );
+}
+
+#[test]
+fn a_per_sm_limit_below_one_cta_is_an_impossible_configuration() {
+    let text = with_overrides("gemm_ws", "\"sm.warps_per_partition\": 1");
+    let err = check_text(
+        "no_fit.ron",
+        &text,
+        &["impossible configuration: no CTA fits on an SM of h100-sxm: sm.warps_per_partition = 1 is below its 3 warps per partition (12 warps over 4 partitions)"],
+    );
+    assert!(!err.contains("deadlock"), "{err}");
+}
+
+#[test]
+fn a_trace_never_replaces_its_input() {
+    let text = mini("\"j + 1\"", "");
+    let path = temp_scenario("self_trace.ron", &text);
+    let p = path.to_str().unwrap();
+    // The same file spelled another way, through its folder's `.`.
+    let other = path.parent().unwrap().join(".").join("self_trace.ron");
+    for trace in [p, other.to_str().unwrap()] {
+        fails_with(
+            &["run", p, "--trace", trace],
+            &["--trace names the scenario file itself, which the trace would replace"],
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    let trace = common::scratch("self_report.trace.json");
+    let t = trace.to_str().unwrap();
+    let out = sim(&["run", p, "--trace", t]);
+    assert!(out.status.success());
+    let before = std::fs::read(&trace).unwrap();
+    fails_with(
+        &["report", t, "-o", t],
+        &["-o names the trace being read, which the page would replace"],
+    );
+    assert_eq!(std::fs::read(&trace).unwrap(), before);
+}
+
+#[test]
+fn the_scenario_name_cannot_lead_the_default_trace_out_of_traces() {
+    let dir = common::scratch("name_escape/work");
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = mini("1", "").replace("name: \"mini\"", "name: \"../../escape\"");
+    let path = temp_scenario("name_escape/escape.ron", &text);
+    let out = command(&["run", path.to_str().unwrap()])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("trace written to traces/_._.._escape.trace.json"),
+        "{stdout}"
+    );
+    assert!(dir.join("traces/_._.._escape.trace.json").is_file());
+    assert!(!common::scratch("escape.trace.json").exists());
+    // Written beside it under a temporary name, then renamed: nothing else is left there.
+    let names: Vec<_> = std::fs::read_dir(dir.join("traces")).unwrap().collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+}
+
+#[test]
+fn a_failing_trace_write_keeps_the_diagnosis() {
+    // A folder where the trace should go: the trace is written beside it, and the final
+    // rename onto it fails after the run has deadlocked.
+    let dir = common::scratch("trace_is_a_folder");
+    std::fs::create_dir_all(dir.join("inside")).unwrap();
+    let err = fails_with(
+        &[
+            "run",
+            "tests/fixtures/deadlock_empty.ron",
+            "--trace",
+            dir.to_str().unwrap(),
+        ],
+        &[
+            "deadlock at cycle",
+            &format!("= the trace could not be written to {}: ", dir.display()),
+        ],
+    );
+    assert!(
+        err.starts_with("error: tests/fixtures/deadlock_empty.ron: deadlock"),
+        "{err}"
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.parent().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("trace_is_a_folder.")
+        })
+        .collect();
+    assert!(left.is_empty(), "temporary trace left behind: {left:?}");
+}
+
+/// A kernel whose stores end long after its warps exit (3,932 cycles; no event waits for them).
+const STORES: &str = r#"Scenario(
+    name: "stores",
+    gpu: "h100-sxm",
+    kernel: Kernel(
+        regs_per_thread: 128,
+        tensors: [Tensor(name: "T", dtype: F32, shape: [1048576])],
+        roles: [
+            Role(name: "w", regs: 128, program: [
+                Loop(var: "i", count: 64, body: [StGlobal(tensor: "T", addr: "(i * 32 + lane) * 128")]),
+            ]),
+        ],
+    ),
+)
+"#;
+
+#[test]
+fn the_cycle_limit_covers_work_booked_past_the_last_event() {
+    let path = temp_scenario("stores.ron", STORES);
+    let p = path.to_str().unwrap();
+    let ok = sim(&["run", p, "--no-trace", "--max-cycles", "3932"]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("simulated   3,932 cycles"));
+    // It used to exit 0 reporting 3,931 cycles under a limit of 100.
+    for limit in ["100", "3931"] {
+        fails_with(
+            &["run", p, "--no-trace", "--max-cycles", limit],
+            &[&format!("the run passed the cycle limit ({limit} cycles")],
+        );
+    }
+}
+
+#[test]
+fn a_check_that_stops_early_is_inconclusive_not_valid() {
+    let out = sim(&[
+        "check",
+        "tests/fixtures/deadlock_empty.ron",
+        "--check-cycles",
+        "0",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("0 is not in 1..=274877906944"));
+    for args in [
+        &[
+            "check",
+            "tests/fixtures/deadlock_empty.ron",
+            "--check-cycles",
+            "1",
+        ][..],
+        &["check", "scenarios/gemm_ws.ron", "--check-cycles", "1000"],
+        &["check", "scenarios/gemm_ws.ron", "--max-cycles", "1000"],
+    ] {
+        let out = sim(args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {stdout}");
+        assert!(
+            stdout.contains(": inconclusive; no hazard and no deadlock in the first "),
+            "{stdout}"
+        );
+        assert!(!stdout.contains("valid"), "{stdout}");
+    }
+}
+
+#[test]
+fn concurrent_runs_on_one_trace_path_leave_one_whole_trace() {
+    // Each run writes its own temporary file and renames it onto the path when complete;
+    // they used to write into one file at once.
+    let trace = common::scratch("concurrent.trace.json");
+    let t = trace.to_str().unwrap();
+    let start = |name: &str| {
+        command(&["run", &format!("scenarios/{name}.ron"), "--trace", t])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    // The second, short run starts while the first (most of a second) is writing.
+    let long = start("gemm_ampere");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let short = start("fa3_pingpong");
+    for mut run in [long, short] {
+        assert!(run.wait().unwrap().success());
+    }
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).expect("one whole JSON trace");
+    let scenario = v["otherData"]["scenario"].as_str().unwrap();
+    assert!(
+        ["fa3_pingpong", "gemm_ampere"].contains(&scenario),
+        "{scenario}"
+    );
+    let left = std::fs::read_dir(trace.parent().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("concurrent.trace.json.")
+        })
+        .count();
+    assert_eq!(left, 0, "temporary traces left behind");
+}
