@@ -466,6 +466,10 @@ impl Preset {
                 "memory.hbm.interleave_bytes",
                 self.memory.hbm.interleave_bytes,
             ),
+            (
+                "memory.hbm.write_batch_bytes",
+                self.memory.hbm.write_batch_bytes,
+            ),
             ("tensor.mma_cycles", self.tensor.mma_cycles),
             (
                 "barriers.test_wait_interval",
