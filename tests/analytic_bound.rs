@@ -34,7 +34,7 @@ fn generic_bound_names_the_binding_unit() {
 }
 
 #[test]
-fn generic_bound_is_tight_on_the_wgmma_and_hbm_streams() {
+fn generic_bound_is_tight_on_the_wgmma_streams_and_bounds_the_hbm_stream() {
     for a_from in [0, 1] {
         for n in [16, 32, 64, 128, 256] {
             let ratio = bound_ratio("wgmma_stream", &[("n", n), ("a_from", a_from)]);
@@ -49,11 +49,13 @@ fn generic_bound_is_tight_on_the_wgmma_and_hbm_streams() {
     }
     // The simulation leaves the last dirty lines in L2 (29 MiB here, written back after the
     // kernel). The HBM term counts only the written lines beyond the L2's capacity, which must
-    // reach DRAM during the kernel: 2 GiB - 50 MiB at the sustained bandwidth, 1.4% under the
-    // simulation.
+    // reach DRAM during the kernel: 2 GiB - 50 MiB at the sustained bandwidth. The bound takes
+    // reads and writes at that one rate; the simulated channels also lose
+    // memory.hbm.turnaround_cycles per switch between reading and writing, which puts the copy
+    // 12.6% above the bound (1.4% without the turnaround).
     let ratio = bound_ratio("hbm_stream", &[]);
     assert!(
-        (ratio - 1.0).abs() <= 0.02,
+        (1.0..=1.15).contains(&ratio),
         "hbm_stream: simulated / bound = {ratio:.4}"
     );
 }

@@ -102,16 +102,21 @@ fn a_streaming_copy_reaches_the_hbm_bandwidth() {
     let r = run("hbm_stream", None, &[]);
     let preset = sim::gpu::preset::Preset::builtin("h100-sxm").unwrap();
     let sustained = preset.memory.hbm.bandwidth_gbs * preset.memory.hbm.efficiency;
+    // Reads and writes share the channels, which lose memory.hbm.turnaround_cycles per switch
+    // of direction: a copy gets 10-12% less than a read alone (the H200's load/store copy gets
+    // 28% less, calibration/data/h200-mem_bw.csv hbm_copy; `sim validate` hbm_write_mix).
     assert!(
-        r.dram.bandwidth_gbs >= 0.9 * sustained,
+        (0.8 * sustained..=0.95 * sustained).contains(&r.dram.bandwidth_gbs),
         "{:.0} GB/s of {sustained:.0} sustained",
         r.dram.bandwidth_gbs
     );
     assert!(r.dram.bandwidth_gbs <= sustained * 1.001);
     assert_eq!(r.l2.hit_rate, 0.0);
+    // The scenario's analytic line takes reads and writes at the one sustained rate, so the
+    // simulation is above it by about the turnaround's share.
     let a = r.analytic.as_ref().unwrap();
     assert!(
-        (a.ratio - 1.0).abs() < 0.02,
+        (1.05..=1.15).contains(&a.ratio),
         "simulated / analytic {}",
         a.ratio
     );

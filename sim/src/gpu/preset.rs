@@ -300,6 +300,10 @@ pub struct Hbm {
     pub interleave_bytes: u64,
     /// Cycles beyond the L2 latency.
     pub latency: u64,
+    /// Cycles a channel's bus loses when it switches between reading and writing.
+    pub turnaround_cycles: u64,
+    /// Bytes of writes a channel buffers before it drains them in one burst.
+    pub write_batch_bytes: u64,
 }
 
 /// A `gpu_overrides` path that names no field of the preset.
@@ -494,6 +498,10 @@ impl Preset {
             (
                 "memory.hbm.interleave_bytes",
                 self.memory.hbm.interleave_bytes,
+            ),
+            (
+                "memory.hbm.write_batch_bytes",
+                self.memory.hbm.write_batch_bytes,
             ),
             ("tensor.mma_cycles", self.tensor.mma_cycles),
             (

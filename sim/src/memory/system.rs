@@ -82,6 +82,8 @@ impl MemSys {
                 m.hbm.channels,
                 m.hbm.interleave_bytes,
                 m.hbm.latency,
+                m.hbm.turnaround_cycles,
+                m.hbm.write_batch_bytes,
             ),
             line: m.l2.line_bytes,
             near: m.l2.near_latency,
@@ -147,15 +149,19 @@ impl MemSys {
             let lat = self.latency(sm, slice) + jitter;
             let at_l2 = now + lat / 2;
             let a = self.l2.access(line, write);
-            if a.writeback {
-                // The victim's address is gone; charge the write-back to this line's channel.
-                self.hbm.write(at_l2, line * self.line, self.line);
-            }
+            // The victim's address is gone; charge the write-back to this line's channel. Its
+            // way takes the new data once the victim is out, so writes that evict dirty lines
+            // go at DRAM's pace, not L2's.
+            let evicted = if a.writeback {
+                self.hbm.write(at_l2, line * self.line, self.line)
+            } else {
+                at_l2
+            };
             let data_at_l2 = if a.hit {
                 a.ready.max(at_l2)
             } else if write && part == self.line {
                 // A full-line write needs no fill.
-                at_l2
+                evicted.max(at_l2)
             } else {
                 let filled = self.hbm.read(at_l2, line * self.line, self.line);
                 self.l2.set_ready(a.slot, filled);
@@ -302,6 +308,24 @@ mod tests {
         let took = (end - 10_000) as f64;
         assert!(took >= 128_000.0 / port, "{took}");
         assert!(took < 128_000.0 / array, "{took}");
+    }
+
+    #[test]
+    fn writes_that_evict_dirty_lines_go_at_dram_pace() {
+        // A 1 MiB L2 and 8 MiB of full-line writes requested at once: 7 MiB of dirty victims
+        // leave through HBM before their ways take new data, so the last write lands no
+        // earlier than 7 MiB / HBM bytes per cycle, far later than L2's rates alone allow.
+        let (mut p, mut rng) = h100();
+        p.memory.l2.bytes = 1 << 20;
+        let hbm = p.memory.hbm.bandwidth_gbs * 1e9 * p.memory.hbm.efficiency / 1830e6;
+        let mut m = MemSys::new(&p, 1830.0);
+        let mut end = 0;
+        for i in 0..(8u64 << 20) / 4096 {
+            end = end.max(m.write(0, 0, i * 4096, 4096, &mut rng));
+        }
+        let floor = (7u64 << 20) as f64 / hbm;
+        assert!(end as f64 >= floor, "{end} < {floor}");
+        assert!((end as f64) < 1.3 * floor, "{end}");
     }
 
     #[test]

@@ -244,6 +244,65 @@ pub(super) fn specs() -> Vec<Spec> {
             amount: 2.0 * (pass_bytes(132, 132 * 2048, false) - pass_bytes(132, 132 * 1024, false)),
         },
     );
+    // 132 CTAs mixing streaming loads and stores (memsys.cu hbm_mix): R loads and 4 - R stores
+    // per 4 positions, every position touched once; the slope between two sizes as the copy's.
+    for reads in [4i64, 3, 2, 1, 0] {
+        add(
+            "hbm_write_mix",
+            format!("hbm_mix r{reads}w{}", 4 - reads),
+            "B/cycle",
+            "memsys",
+            v("hbm_mix", &format!("r{reads}w{}", 4 - reads)),
+            "gmem",
+            sets(&[("test", 3), ("ctas", 132), ("same", 0), ("reads", reads)]),
+            Metric::SlopeRate {
+                key: "kib",
+                lo: 132 * 1024,
+                hi: 132 * 2048,
+                amount: pass_bytes(132, 132 * 2048, false) - pass_bytes(132, 132 * 1024, false),
+            },
+        );
+    }
+    // One SM with T threads x U loads of 16 B in flight (memsys.cu inflight_hbm, inflight_l2):
+    // from DRAM the slope between 32 and 64 iterations of fresh data, from L2 between one and
+    // two passes over 32 iterations' region.
+    for threads in [32i64, 64, 128, 256, 512, 1024] {
+        for unroll in [1i64, 2, 4, 8] {
+            let param = format!("t{threads}_u{unroll}");
+            let bytes = (threads * unroll * 16 * 32) as f64;
+            let own = sets(&[("warps", threads / 32), ("unroll", unroll)]);
+            add(
+                "hbm_few_sms",
+                format!("inflight_hbm {param}"),
+                "B/cycle",
+                "memsys",
+                v("inflight_hbm", &param),
+                "inflight",
+                own.clone(),
+                Metric::SlopeRate {
+                    key: "iters",
+                    lo: 32,
+                    hi: 64,
+                    amount: bytes,
+                },
+            );
+            add(
+                "hbm_few_sms",
+                format!("inflight_l2 {param}"),
+                "B/cycle",
+                "memsys",
+                v("inflight_l2", &param),
+                "inflight",
+                own,
+                Metric::SlopeRate {
+                    key: "passes",
+                    lo: 1,
+                    hi: 2,
+                    amount: bytes,
+                },
+            );
+        }
+    }
     // Footprints of k x 16.5 MiB: 132 CTAs reading whole 128 KiB batches each; compared with the
     // measured footprint of k x 16 MiB.
     for k in [1i64, 2, 3, 4, 8] {

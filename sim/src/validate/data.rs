@@ -44,6 +44,10 @@ const STORED: &[(&str, &str)] = &[
         include_str!("../../../calibration/data/h200-gemm_ws.csv"),
     ),
     (
+        "memsys",
+        include_str!("../../../calibration/data/h200-memsys.csv"),
+    ),
+    (
         "clocks",
         include_str!("../../../calibration/data/h200-clocks.csv"),
     ),

@@ -95,20 +95,27 @@ pub(super) const GROUPS: &[Group] = &[
     },
     Group {
         name: "hbm_write_mix",
-        bound: Bound::None,
-        note: "not modeled: a copy moves 1544 B/cycle (read + write) against 2197 for reads \
-               alone; 132 CTAs mixing streaming loads and stores 3:1, 1:1, 1:3 move 1821, 1925, \
-               1924 B/cycle against 2020 reading and 2213 writing only (h200-memsys.csv, \
-               hbm_mix): a turnaround cost of 5-17% that depends on how the two interleave; the \
-               model's channels move either at one rate",
+        bound: Bound::Relative(0.10),
+        note: "132 CTAs mixing streaming loads and stores 4:0 to 0:4 (h200-memsys.csv hbm_mix: \
+               2050, 1839, 1928, 1921, 2206 B/cycle) and a copy (mem_bw hbm_copy: 1544): a \
+               channel drains posted writes 4 KiB at a time and loses 12 cycles per switch of \
+               its bus between reading and writing (memory.hbm.turnaround_cycles). The loss is \
+               proportional to the writes in the model, about flat (10-12%) on the chip, so \
+               r3w1 is 15% fast; the copy (loads, then dependent stores to a buffer 4 GiB \
+               away) loses 30% on the chip, the model 12%: not explained by one turnaround",
     },
     Group {
         name: "hbm_few_sms",
         bound: Bound::None,
-        note: "not modeled: one SM streams 47 B/cycle from DRAM with 128 KiB of loads requested \
-               (mem_bw) and 60.4 with 64 KiB (h200-memsys.csv, inflight_hbm: 21.1, 36.7, 60.4, \
-               50.6 for 16 to 128 KiB, latency rising 775 to 1086 cycles); the model has no \
-               limit on misses in flight, so an SM reaches its 77 B/cycle port",
+        note: "not modeled: one SM reading with T threads x U loads of 16 B in flight \
+               (h200-memsys.csv inflight_hbm, inflight_l2; mem_bw hbm_read 1-33 SMs, U = 8) \
+               takes a time per warp-iteration that depends on U, not on the bytes in flight: \
+               from DRAM ~790, 860-960, 930-1110 and 2470-2720 cycles for U = 1, 2, 4, 8 at \
+               every T from 32 to 1024 (L2: 331, 390, 446, 1087 at T = 32). One warp with 32 \
+               lines in flight loses as much at U = 8 as 32 warps with 1024, so no per-SM \
+               limit on misses in flight explains it: a per-warp cost of the kernel's code \
+               (its SASS is not recorded). The model has no per-warp cost and a 16% shorter \
+               streaming latency (673 cycles from DRAM, 298 from L2)",
     },
     Group {
         name: "named_barrier",

@@ -29,6 +29,10 @@ const TWINS: &[(&str, &str)] = &[
         include_str!("../../../scenarios/calibration/gmem.ron"),
     ),
     (
+        "inflight",
+        include_str!("../../../scenarios/calibration/inflight.ron"),
+    ),
+    (
         "tma",
         include_str!("../../../scenarios/calibration/tma.ron"),
     ),
