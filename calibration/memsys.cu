@@ -26,7 +26,10 @@
 //                       U independent 16-byte ld.global.cg in flight (T*U*16 bytes requested),
 //                       from DRAM (cold, a region never read before in the run after an L2
 //                       flush) or from L2 (an 8 MiB region read once before); param t<T>_u<U>.
-//                       inflight_l2_fp: the L2 rate of 1024 threads at footprints of 4-32 MiB
+//                       inflight_l2_fp: the L2 rate of 1024 threads at footprints of 4-32 MiB.
+//                       The compiler consumes probe_read's loads early at U = 8 (see its SASS);
+//                       inflight_all_hbm / inflight_all_l2: probe_inflight, whose U loads are
+//                       all issued before any is used, T = 32..1024, U = 1..16
 //   hbm_mix            : GPU-wide bytes per cycle (read + written) of 132 CTAs that each move
 //                       32 MiB with R 16-byte streaming loads and 4-R stores per 4 positions,
 //                       every position touched once; param r<R>w<4-R>. Also hbm_mix_gbs (GB/s)
@@ -367,6 +370,59 @@ __global__ void probe_read(const int4* __restrict__ p, size_t vecs, int passes, 
   if (acc.x == 0x7fffffff && acc.y == 1) sink[threadIdx.x] = acc;
 }
 
+// The same probe with every load issued before any is used: the U loads are asm volatile (kept
+// in order) and one asm block that needs all of them folds them, so the compiler cannot consume
+// early loads before it issues the later ones (which probe_read's SASS does at U = 8).
+template <int U>
+__global__ void probe_inflight(const int4* __restrict__ p, size_t vecs, int passes, unsigned long long* cycles,
+                               int4* sink) {
+  uint32_t acc = 0;
+  __syncthreads();
+  long long t0 = clock64();
+  for (int pass = 0; pass < passes; ++pass)
+    for (size_t i = threadIdx.x; i + (size_t)(U - 1) * blockDim.x < vecs; i += (size_t)blockDim.x * U) {
+      uint32_t v[U][4];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(v[u][0]), "=r"(v[u][1]), "=r"(v[u][2]), "=r"(v[u][3])
+                     : "l"(p + i + (size_t)u * blockDim.x));
+      uint32_t x = 0;
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        asm volatile(
+            "{\n .reg .b32 t;\n xor.b32 t, %1, %2;\n xor.b32 t, t, %3;\n xor.b32 t, t, %4;\n xor.b32 %0, %0, t;\n}\n"
+            : "+r"(x) : "r"(v[u][0]), "r"(v[u][1]), "r"(v[u][2]), "r"(v[u][3]));
+      acc += x;
+    }
+  __syncthreads();
+  long long t1 = clock64();
+  if (threadIdx.x == 0) *cycles = t1 - t0;
+  if (acc == 0x7fffffffu) sink[threadIdx.x] = make_int4(acc, 0, 0, 0);
+}
+
+template <int U>
+static double probe_all(const int4* p, size_t bytes, int threads, int passes, unsigned long long* d, int4* sink) {
+  probe_inflight<U><<<1, threads>>>(p, bytes / 16, passes, d, sink);
+  LAUNCH_CHECK();
+  unsigned long long c;
+  CHECK(cudaMemcpy(&c, d, sizeof c, cudaMemcpyDeviceToHost));
+  // Whole steps of U vectors per thread only.
+  const size_t step = (size_t)threads * U * 16;
+  return (double)(bytes / step * step) * passes / (double)c;
+}
+
+static double probe_all_u(int u, const int4* p, size_t bytes, int threads, int passes, unsigned long long* d,
+                          int4* sink) {
+  switch (u) {
+    case 1: return probe_all<1>(p, bytes, threads, passes, d, sink);
+    case 2: return probe_all<2>(p, bytes, threads, passes, d, sink);
+    case 4: return probe_all<4>(p, bytes, threads, passes, d, sink);
+    case 8: return probe_all<8>(p, bytes, threads, passes, d, sink);
+    default: return probe_all<16>(p, bytes, threads, passes, d, sink);
+  }
+}
+
 template <int U>
 static double probe(const int4* p, size_t bytes, int threads, int passes, unsigned long long* d, int4* sink) {
   probe_read<U><<<1, threads>>>(p, bytes / 16, passes, d, sink);
@@ -408,6 +464,19 @@ static void inflight() {
       // Warm: 8 MiB read once, then timed.
       probe_u(u, (const int4*)buf, 8u << 20, t, 1, d, sink);
       row("inflight_l2", param, probe_u(u, (const int4*)buf, 8u << 20, t, 2, d, sink), "bytes_per_clk");
+    }
+  // All U loads in flight (probe_inflight): from DRAM and from L2.
+  for (int t : {32, 128, 512, 1024})
+    for (int u : {1, 2, 4, 8, 16}) {
+      if (t * u > 8192) continue;  // registers: 16 x 4 values per thread only up to 512 threads
+      snprintf(param, sizeof param, "t%d_u%d", t, u);
+      size_t bytes = std::min<size_t>(256u << 20, std::max<size_t>(2u << 20, (size_t)t * u * 16 * 4000));
+      if (off + bytes > big) off = 0;
+      flush_l2();
+      row("inflight_all_hbm", param, probe_all_u(u, (const int4*)(buf + off), bytes, t, 1, d, sink), "bytes_per_clk");
+      off += bytes;
+      probe_all_u(u, (const int4*)buf, 8u << 20, t, 1, d, sink);
+      row("inflight_all_l2", param, probe_all_u(u, (const int4*)buf, 8u << 20, t, 2, d, sink), "bytes_per_clk");
     }
   for (int mib : {4, 8, 16, 32})
     for (int u : {4, 8}) {

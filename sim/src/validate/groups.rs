@@ -82,7 +82,7 @@ pub(super) const GROUPS: &[Group] = &[
         bound: Bound::None,
         note: "not modeled: 1 to 66 SMs reading disjoint slices of a 32 MiB L2-resident buffer \
                get 50-60 B/cycle each, where the model's SM port gives 77; one SM reads 98 \
-               B/cycle from footprints up to 16 MiB and 73-80 from 32 MiB (h200-memsys.csv, \
+               B/cycle from footprints up to 16 MiB and 71-78 from 32 MiB (h200-memsys.csv, \
                inflight_l2_fp): a footprint effect (the far L2 partition, or translation) not \
                yet explained",
     },
@@ -97,7 +97,7 @@ pub(super) const GROUPS: &[Group] = &[
         name: "hbm_write_mix",
         bound: Bound::Relative(0.10),
         note: "132 CTAs mixing streaming loads and stores 4:0 to 0:4 (h200-memsys.csv hbm_mix: \
-               2050, 1839, 1928, 1921, 2206 B/cycle) and a copy (mem_bw hbm_copy: 1544): a \
+               2045, 1843, 1936, 1913, 2234 B/cycle) and a copy (mem_bw hbm_copy: 1544): a \
                channel drains posted writes 4 KiB at a time and loses 12 cycles per switch of \
                its bus between reading and writing (memory.hbm.turnaround_cycles). The loss is \
                proportional to the writes in the model, about flat (10-12%) on the chip, so \
@@ -113,8 +113,10 @@ pub(super) const GROUPS: &[Group] = &[
                from DRAM ~790, 860-960, 930-1110 and 2470-2720 cycles for U = 1, 2, 4, 8 at \
                every T from 32 to 1024 (L2: 331, 390, 446, 1087 at T = 32). One warp with 32 \
                lines in flight loses as much at U = 8 as 32 warps with 1024, so no per-SM \
-               limit on misses in flight explains it: a per-warp cost of the kernel's code \
-               (its SASS is not recorded). The model has no per-warp cost and a 16% shorter \
+               limit on misses in flight explains it. The SASS does (h200-sass-loads.txt): \
+               at U = 8 the compiler consumes the loads two at a time before issuing the \
+               later ones (about 2-3 in flight per thread), and mem_bw's kernel 4, 2, 1, 1; \
+               the twins issue all U before waiting. The model also has a 16% shorter \
                streaming latency (673 cycles from DRAM, 298 from L2)",
     },
     Group {
