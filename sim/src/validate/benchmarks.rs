@@ -203,7 +203,13 @@ pub(super) fn specs() -> Vec<Spec> {
             "mem_bw",
             v("l2_read", &n.to_string()),
             "gmem",
-            sets(&[("test", 1), ("ctas", n), ("kib", kib), ("same", 1)]),
+            sets(&[
+                ("test", 1),
+                ("ctas", n),
+                ("kib", kib),
+                ("same", 1),
+                ("sass", 1),
+            ]),
             Metric::SlopeRate {
                 key: "passes",
                 lo: 1,
@@ -221,7 +227,13 @@ pub(super) fn specs() -> Vec<Spec> {
             "mem_bw",
             v("hbm_read", &n.to_string()),
             "gmem",
-            sets(&[("test", 1), ("ctas", n), ("kib", n * 2048), ("same", 0)]),
+            sets(&[
+                ("test", 1),
+                ("ctas", n),
+                ("kib", n * 2048),
+                ("same", 0),
+                ("sass", 1),
+            ]),
             Metric::SingleRate {
                 amount: pass_bytes(n, n * 2048, false),
             },
@@ -272,7 +284,7 @@ pub(super) fn specs() -> Vec<Spec> {
             let bytes = (threads * unroll * 16 * 32) as f64;
             let own = sets(&[("warps", threads / 32), ("unroll", unroll)]);
             add(
-                "hbm_few_sms",
+                "inflight",
                 format!("inflight_hbm {param}"),
                 "B/cycle",
                 "memsys",
@@ -287,7 +299,7 @@ pub(super) fn specs() -> Vec<Spec> {
                 },
             );
             add(
-                "hbm_few_sms",
+                "inflight",
                 format!("inflight_l2 {param}"),
                 "B/cycle",
                 "memsys",
