@@ -22,6 +22,7 @@ const BOUNDS: &[(&str, Bound)] = &[
     ("l2_capacity", Bound::Relative(0.10)),
     ("hbm_write_mix", Bound::Relative(0.10)),
     ("hbm_few_sms", Bound::Relative(0.10)),
+    ("dram_granularity", Bound::Relative(0.10)),
     ("named_barrier", Bound::Relative(0.15)),
     ("softmax", Bound::Relative(0.10)),
     ("attention", Bound::Relative(0.15)),

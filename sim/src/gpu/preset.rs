@@ -304,6 +304,8 @@ pub struct Hbm {
     pub turnaround_cycles: u64,
     /// Bytes of writes a channel buffers before it drains them in one burst.
     pub write_batch_bytes: u64,
+    /// Bytes a fill moves at least: the aligned group of sectors around a missing one.
+    pub fetch_bytes: u64,
 }
 
 /// A `gpu_overrides` path that names no field of the preset.
@@ -679,6 +681,25 @@ impl Preset {
             return bad(
                 "memory.l2.line_bytes must be a multiple of memory.sector_bytes".to_string(),
             );
+        }
+        // A line's sectors are a bit mask of at most 8.
+        let m = &self.memory;
+        if m.l2.line_bytes / m.sector_bytes > 8 {
+            return bad(format!(
+                "memory.l2.line_bytes = {} holds more than 8 sectors of memory.sector_bytes = {}",
+                m.l2.line_bytes, m.sector_bytes
+            ));
+        }
+        let fetch = m.hbm.fetch_bytes;
+        if fetch == 0
+            || !fetch.is_multiple_of(m.sector_bytes)
+            || !m.l2.line_bytes.is_multiple_of(fetch)
+        {
+            return bad(format!(
+                "memory.hbm.fetch_bytes = {fetch} must be a multiple of memory.sector_bytes ({}) \
+                 that divides memory.l2.line_bytes ({})",
+                m.sector_bytes, m.l2.line_bytes
+            ));
         }
         if let Some(message) = self.clock.problem() {
             return bad(message);

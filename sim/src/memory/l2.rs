@@ -1,7 +1,9 @@
-//! The L2 cache: shared by all SMs, set-associative over 128-byte lines, write-back with
-//! write-allocate. Each line remembers when its data is (or will be) present, so requests for a
-//! line whose fill is still in flight wait for that fill instead of going to DRAM again (miss
-//! merging, as MSHRs do).
+//! The L2 cache: shared by all SMs, set-associative over 128-byte lines of 32-byte sectors,
+//! write-back with write-allocate. A line holds the sectors that were filled or written (a
+//! mask): a request finds its sectors there or has the missing ones filled, so an isolated
+//! sector does not bring in the whole line. Each line remembers when its data is (or will be)
+//! present, so requests for a line whose fill is still in flight wait for that fill instead of
+//! going to DRAM again (miss merging, as MSHRs do).
 //!
 //! Replacement is SRRIP (static re-reference interval prediction, Jaleel et al., ISCA 2010)
 //! with 2-bit counters: a hit predicts a line is re-referenced soon, the victim is a line
@@ -22,6 +24,8 @@ pub struct L2 {
     /// Re-reference prediction value per way: 0 = soon .. MAX_RRPV = distant.
     rrpv: Vec<u8>,
     ready: Vec<u64>,
+    /// The sectors each way holds (bit k: sector k of the line).
+    valid: Vec<u8>,
     /// When the slice last read each way's data out for a response (0: never).
     read_at: Vec<u64>,
     dirty: Vec<bool>,
@@ -57,6 +61,7 @@ impl L2 {
             tags: vec![INVALID; n],
             rrpv: vec![MAX_RRPV; n],
             ready: vec![0; n],
+            valid: vec![0; n],
             read_at: vec![0; n],
             dirty: vec![false; n],
             hits: 0,
@@ -77,7 +82,6 @@ impl L2 {
         let base = set * self.ways;
         let ways = base..base + self.ways;
         if let Some(i) = ways.clone().find(|&i| self.tags[i] == line) {
-            self.hits += 1;
             self.rrpv[i] = 0;
             self.dirty[i] |= write;
             return Access {
@@ -87,7 +91,6 @@ impl L2 {
                 writeback: false,
             };
         }
-        self.misses += 1;
         // An empty way if there is one; else age the set until some way is predicted distant
         // and take the first such way.
         let victim = match ways.clone().find(|&i| self.tags[i] == INVALID) {
@@ -108,6 +111,7 @@ impl L2 {
         self.rrpv[victim] = LONG_RRPV;
         self.dirty[victim] = write;
         self.ready[victim] = 0;
+        self.valid[victim] = 0;
         self.read_at[victim] = 0;
         Access {
             hit: false,
@@ -119,6 +123,35 @@ impl L2 {
 
     pub fn set_ready(&mut self, slot: usize, cycle: u64) {
         self.ready[slot] = cycle;
+    }
+
+    /// The sectors of `need` that `slot` lacks, widened to whole groups of `group` sectors (DRAM
+    /// moves a group at a time); they are marked present (their fill is the caller's).
+    pub fn fill(&mut self, slot: usize, need: u8, group: u32) -> u8 {
+        let missing = need & !self.valid[slot];
+        let mut fetch = 0u8;
+        let whole = ((1u32 << group) - 1) as u8;
+        for g in (0..8).step_by(group as usize) {
+            if missing & (whole << g) != 0 {
+                fetch |= whole << g;
+            }
+        }
+        self.valid[slot] |= fetch;
+        fetch
+    }
+
+    /// Marks sectors present without a fill (a write covering them whole).
+    pub fn validate(&mut self, slot: usize, sectors: u8) {
+        self.valid[slot] |= sectors;
+    }
+
+    /// Counts one line access: a hit when none of its sectors had to be filled.
+    pub fn count(&mut self, hit: bool) {
+        if hit {
+            self.hits += 1;
+        } else {
+            self.misses += 1;
+        }
     }
 
     /// When the slice last read `slot`'s data out (0: not since the line came in).
@@ -155,10 +188,19 @@ impl L2 {
 mod tests {
     use super::*;
 
+    /// Reads whole lines (4 sectors, filled 2 at a time), counting hits as the memory system
+    /// does.
+    fn read(l2: &mut L2, line: u64) -> Access {
+        let a = l2.access(line, false);
+        let filled = l2.fill(a.slot, 0b1111, 2);
+        l2.count(filled == 0);
+        a
+    }
+
     fn sweep(l2: &mut L2, lines: u64, passes: u32) {
         for _ in 0..passes {
             for line in 0..lines {
-                l2.access(line, false);
+                read(l2, line);
             }
         }
     }
@@ -221,6 +263,22 @@ mod tests {
         let hits = (l2.hits() - before.0) as f64;
         let rate = hits / (hits + (l2.misses() - before.1) as f64);
         assert!(rate < 0.05, "{rate}");
+    }
+
+    #[test]
+    fn a_line_fills_the_sectors_asked_for_in_whole_groups() {
+        let mut l2 = L2::new(1 << 20, 128, 16);
+        let a = l2.access(7, false);
+        // Sector 1 alone: its 64-byte half (sectors 0 and 1) comes from DRAM.
+        assert_eq!(l2.fill(a.slot, 0b0010, 2), 0b0011);
+        // Sector 0 is there now; sector 3 brings in the other half.
+        assert_eq!(l2.fill(a.slot, 0b0001, 2), 0);
+        assert_eq!(l2.fill(a.slot, 0b1000, 2), 0b1100);
+        // A write covering sector 2 whole needs no fill; the line is complete.
+        let b = l2.access(9, true);
+        l2.validate(b.slot, 0b0100);
+        assert_eq!(l2.fill(b.slot, 0b0100, 2), 0);
+        assert_eq!(l2.fill(b.slot, 0b1111, 4), 0b1111);
     }
 
     #[test]

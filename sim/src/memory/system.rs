@@ -35,6 +35,9 @@ pub struct MemSys {
     merge: u64,
     hbm: Hbm,
     line: u64,
+    sector: u64,
+    /// Sectors DRAM moves at a time for a fill (`memory.hbm.fetch_bytes / sector_bytes`).
+    fetch_group: u32,
     near: u64,
     far: u64,
     partitions: u64,
@@ -86,6 +89,8 @@ impl MemSys {
                 m.hbm.write_batch_bytes,
             ),
             line: m.l2.line_bytes,
+            sector: m.sector_bytes,
+            fetch_group: (m.hbm.fetch_bytes / m.sector_bytes) as u32,
             near: m.l2.near_latency,
             far: m.l2.far_latency,
             partitions: m.l2.partitions.max(1) as u64,
@@ -157,14 +162,25 @@ impl MemSys {
             } else {
                 at_l2
             };
-            let data_at_l2 = if a.hit {
-                a.ready.max(at_l2)
-            } else if write && part == self.line {
-                // A full-line write needs no fill.
-                evicted.max(at_l2)
+            // The sectors touched, and those a write covers whole (they need no fill).
+            let (touched, whole) = self.sectors(line * self.line, lo, hi);
+            let fill = if write {
+                self.l2.validate(a.slot, whole);
+                self.l2.fill(a.slot, touched & !whole, self.fetch_group)
             } else {
-                let filled = self.hbm.read(at_l2, line * self.line, self.line);
-                self.l2.set_ready(a.slot, filled);
+                self.l2.fill(a.slot, touched, self.fetch_group)
+            };
+            self.l2.count(fill == 0 && a.hit);
+            let data_at_l2 = if fill == 0 {
+                if a.hit {
+                    a.ready.max(at_l2)
+                } else {
+                    evicted.max(at_l2)
+                }
+            } else {
+                let bytes = u64::from(fill.count_ones()) * self.sector;
+                let filled = self.hbm.read(at_l2, line * self.line, bytes);
+                self.l2.set_ready(a.slot, filled.max(a.ready));
                 filled
             };
             // A write or a fill goes through the data array; a read-out within the merge window
@@ -191,11 +207,28 @@ impl MemSys {
     pub fn preload(&mut self, addr: u64, bytes: u64) {
         let first = addr / self.line;
         let last = (addr + bytes.max(1) - 1) / self.line;
+        let all = ((1u32 << (self.line / self.sector)) - 1) as u8;
         for line in first..=last {
             let a = self.l2.access(line, false);
+            self.l2.validate(a.slot, all);
             self.l2.set_ready(a.slot, 0);
         }
         self.l2.clear_counts();
+    }
+
+    /// The sectors of the line at `base` that bytes `lo..hi` touch, and those they cover whole.
+    fn sectors(&self, base: u64, lo: u64, hi: u64) -> (u8, u8) {
+        let (first, last) = ((lo - base) / self.sector, (hi - 1 - base) / self.sector);
+        let mut touched = 0u8;
+        let mut whole = 0u8;
+        for s in first..=last {
+            touched |= 1 << s;
+            let (from, to) = (base + s * self.sector, base + (s + 1) * self.sector);
+            if lo <= from && hi >= to {
+                whole |= 1 << s;
+            }
+        }
+        (touched, whole)
     }
 
     /// Moves `bytes` through SM `sm`'s port to L2 starting no earlier than `now`.

@@ -275,6 +275,22 @@ pub(super) fn specs() -> Vec<Spec> {
             },
         );
     }
+    // Isolated reads at random addresses: the bytes DRAM moves over the bytes asked for
+    // (sector.cu under Nsight Compute; the twin asks for 132 x 1024 x 8 units).
+    for bytes in [32i64, 64] {
+        add(
+            "dram_granularity",
+            format!("sector_dram_ratio {bytes} B"),
+            "x",
+            "sector",
+            v("sector_dram_ratio", &bytes.to_string()),
+            "sector",
+            sets(&[("bytes", bytes)]),
+            Metric::DramPerAsked {
+                asked: (132 * 1024 * 8 * bytes) as f64,
+            },
+        );
+    }
     // One SM with T threads x U loads of 16 B in flight (memsys.cu inflight_hbm, inflight_l2):
     // from DRAM the slope between 32 and 64 iterations of fresh data, from L2 between one and
     // two passes over 32 iterations' region.

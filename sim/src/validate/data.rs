@@ -48,6 +48,10 @@ const STORED: &[(&str, &str)] = &[
         include_str!("../../../calibration/data/h200-memsys.csv"),
     ),
     (
+        "sector",
+        include_str!("../../../calibration/data/h200-sector.csv"),
+    ),
+    (
         "clocks",
         include_str!("../../../calibration/data/h200-clocks.csv"),
     ),

@@ -113,6 +113,15 @@ pub(super) const GROUPS: &[Group] = &[
                is four DRAM round trips",
     },
     Group {
+        name: "dram_granularity",
+        bound: Bound::Relative(0.10),
+        note: "bytes DRAM reads for isolated reads at random addresses over the bytes asked \
+               for: 2.0x for 32 bytes, 1.0x for 64 (sector.cu under Nsight Compute): a fill \
+               moves the touched sectors in aligned pairs (memory.hbm.fetch_bytes 64). Whole \
+               128-byte lines read 16 bytes at a time move 1.29x on the chip (refetched lines), \
+               not modeled",
+    },
+    Group {
         name: "inflight",
         bound: Bound::None,
         note: "not modeled: one SM reading with T threads x U loads of 16 B per warp-iteration \

@@ -106,8 +106,8 @@ pub fn validate(gpu: &str, data: &Data, groups: &[String]) -> Result<Validation,
         .zip(&measured)
         .flat_map(|(s, (_, mhz))| s.runs(*mhz))
         .collect();
-    let cycles = run_all(gpu, all.into_iter().collect())?;
-    let c = |k: &RunKey| cycles.get(k).copied().unwrap_or(0) as f64;
+    let samples = run_all(gpu, all.into_iter().collect())?;
+    let c = |k: &RunKey| samples.get(k).copied().unwrap_or_default();
     let mut rows = Vec::with_capacity(specs.len());
     for (s, (meas, mhz)) in specs.iter().zip(&measured) {
         let sim = s.simulated(*mhz, c);

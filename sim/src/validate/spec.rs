@@ -2,7 +2,7 @@
 //! the simulated value follows from the twin's cycles.
 
 use super::data::{Data, DataError};
-use super::twins::{run_key, RunKey};
+use super::twins::{run_key, RunKey, Sample};
 
 /// Where a row's measured value comes from.
 #[derive(Clone, Debug)]
@@ -39,6 +39,8 @@ pub(super) enum Metric {
     Single { per: f64, minus: f64 },
     /// `amount` / cycles of one run.
     SingleRate { amount: f64 },
+    /// Bytes DRAM read in one run over `asked`, the bytes the kernel's threads asked for.
+    DramPerAsked { asked: f64 },
     /// Δcycles / Δcycles of the same twin with `base` sets, rounded: a multiple of a base case.
     Degree {
         key: &'static str,
@@ -75,15 +77,17 @@ impl Metric {
         }
     }
 
-    /// The simulated value from the cycles of [`Spec::runs`], in that order.
-    fn value(&self, cycles: &[f64]) -> f64 {
-        let delta = |hi: usize, lo: usize| cycles[hi] - cycles[lo];
+    /// The simulated value from the samples of [`Spec::runs`], in that order.
+    fn value(&self, s: &[Sample]) -> f64 {
+        let cycles = |i: usize| s[i].cycles as f64;
+        let delta = |hi: usize, lo: usize| cycles(hi) - cycles(lo);
         match self {
             Metric::Slope { per, minus, .. } => delta(1, 0) / per - minus,
             Metric::SlopeRate { amount, .. } => amount / delta(1, 0).max(1.0),
-            Metric::Single { per, minus } => cycles[0] / per - minus,
-            Metric::SingleRate { amount } => amount / cycles[0].max(1.0),
+            Metric::Single { per, minus } => cycles(0) / per - minus,
+            Metric::SingleRate { amount } => amount / cycles(0).max(1.0),
             Metric::Degree { .. } => (delta(1, 0) / delta(3, 2).max(1.0)).round(),
+            Metric::DramPerAsked { asked } => s[0].dram_read as f64 / asked,
         }
     }
 }
@@ -112,7 +116,9 @@ impl Spec {
             Metric::Slope { key, lo, hi, .. } | Metric::SlopeRate { key, lo, hi, .. } => {
                 vec![k(Some((key, *lo))), k(Some((key, *hi)))]
             }
-            Metric::Single { .. } | Metric::SingleRate { .. } => vec![k(None)],
+            Metric::Single { .. } | Metric::SingleRate { .. } | Metric::DramPerAsked { .. } => {
+                vec![k(None)]
+            }
             Metric::Degree { key, lo, hi, base } => vec![
                 k(Some((key, *lo))),
                 k(Some((key, *hi))),
@@ -122,9 +128,9 @@ impl Spec {
         }
     }
 
-    /// The simulated value, from each run's cycles.
-    pub(super) fn simulated(&self, mhz: f64, cycles: impl Fn(&RunKey) -> f64) -> f64 {
-        let c: Vec<f64> = self.runs(mhz).iter().map(cycles).collect();
-        self.metric.value(&c)
+    /// The simulated value, from each run's sample.
+    pub(super) fn simulated(&self, mhz: f64, sample: impl Fn(&RunKey) -> Sample) -> f64 {
+        let s: Vec<Sample> = self.runs(mhz).iter().map(sample).collect();
+        self.metric.value(&s)
     }
 }

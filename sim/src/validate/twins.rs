@@ -33,6 +33,10 @@ const TWINS: &[(&str, &str)] = &[
         include_str!("../../../scenarios/calibration/inflight.ron"),
     ),
     (
+        "sector",
+        include_str!("../../../scenarios/calibration/sector.ron"),
+    ),
+    (
         "tma",
         include_str!("../../../scenarios/calibration/tma.ron"),
     ),
@@ -77,8 +81,15 @@ pub(super) fn run_key(
     (twin, m.into_iter().collect(), (mhz * 1000.0).round() as u64)
 }
 
-/// The cycles of one run.
-fn simulate(gpu: &str, key: &RunKey) -> Result<u64, TwinError> {
+/// What one run gives: its cycles and the bytes DRAM read.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Sample {
+    pub(super) cycles: u64,
+    pub(super) dram_read: u64,
+}
+
+/// One run.
+fn simulate(gpu: &str, key: &RunKey) -> Result<Sample, TwinError> {
     let (twin, sets, khz) = key;
     let text = TWINS
         .iter()
@@ -94,7 +105,10 @@ fn simulate(gpu: &str, key: &RunKey) -> Result<u64, TwinError> {
     let file = format!("scenarios/calibration/{twin}.ron");
     let (kernel, preset) = run::load_source(&file, text, &opts)?;
     let report = run::simulate(&file, &kernel, &preset, &opts)?;
-    Ok(report.cycles)
+    Ok(Sample {
+        cycles: report.cycles,
+        dram_read: report.dram.read_bytes,
+    })
 }
 
 /// Simulates every run, on as many threads as the machine offers (each run is independent and
@@ -102,13 +116,13 @@ fn simulate(gpu: &str, key: &RunKey) -> Result<u64, TwinError> {
 pub(super) fn run_all(
     gpu: &str,
     keys: Vec<RunKey>,
-) -> Result<BTreeMap<RunKey, u64>, ValidateError> {
+) -> Result<BTreeMap<RunKey, Sample>, ValidateError> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
         .min(keys.len().max(1));
     let next = Mutex::new(0usize);
-    let results: Mutex<BTreeMap<RunKey, Result<u64, TwinError>>> = Mutex::new(BTreeMap::new());
+    let results: Mutex<BTreeMap<RunKey, Result<Sample, TwinError>>> = Mutex::new(BTreeMap::new());
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| loop {
@@ -129,7 +143,7 @@ pub(super) fn run_all(
     });
     let mut out = BTreeMap::new();
     for (k, r) in results.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        let cycles = r.map_err(|source| {
+        let sample = r.map_err(|source| {
             let sets: Vec<String> = k.1.iter().map(|(a, b)| format!("{a}={b}")).collect();
             ValidateError::Twin {
                 twin: k.0,
@@ -137,7 +151,7 @@ pub(super) fn run_all(
                 source: Box::new(source),
             }
         })?;
-        out.insert(k, cycles);
+        out.insert(k, sample);
     }
     Ok(out)
 }

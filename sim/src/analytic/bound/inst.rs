@@ -180,16 +180,17 @@ impl Walk<'_> {
         Ok(traffic)
     }
 
-    /// One L2 request of `bytes` at `addr`, line by line as the memory system splits it.
+    /// One L2 request of `bytes` at `addr`, in the units a fill moves (`memory.hbm.fetch_bytes`:
+    /// the memory system fills the touched sectors of a line in such groups).
     fn access(&mut self, d: &mut Demand, addr: u64, bytes: u64, write: bool) {
         d.l2_bytes += bytes;
-        let line = self.p.memory.l2.line_bytes;
-        let first = addr / line;
-        let last = (addr + bytes.max(1) - 1) / line;
+        let unit = self.p.memory.hbm.fetch_bytes;
+        let first = addr / unit;
+        let last = (addr + bytes.max(1) - 1) / unit;
         for l in first..=last {
-            let lo = addr.max(l * line);
-            let hi = (addr + bytes).min((l + 1) * line);
-            let touch = match (write, hi.saturating_sub(lo) >= line) {
+            let lo = addr.max(l * unit);
+            let hi = (addr + bytes).min((l + 1) * unit);
+            let touch = match (write, hi.saturating_sub(lo) >= unit) {
                 (false, _) => Touch::Read,
                 (true, true) => Touch::WholeWrite,
                 (true, false) => Touch::PartialWrite,

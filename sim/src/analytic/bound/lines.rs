@@ -1,4 +1,5 @@
-//! The L2 lines a kernel touches, to count the bytes that must cross HBM.
+//! The L2 fill units (`memory.hbm.fetch_bytes`, called lines here) a kernel touches, to count
+//! the bytes that must cross HBM.
 
 use std::collections::HashMap;
 

@@ -61,7 +61,7 @@ pub struct Bound {
     pub units: Vec<(&'static str, f64)>,
     /// Demand summed over all SMs (per partition index for the pipes and issue slots).
     pub total: Demand,
-    /// Bytes read from HBM: lines whose first touch fills them.
+    /// Bytes read from HBM: fill units whose first touch fills them.
     pub dram_read_bytes: u64,
     /// Bytes that must be written back to HBM before the kernel ends.
     pub dram_write_bytes: u64,
@@ -107,13 +107,15 @@ pub fn bound_within(
     for d in &per_sm {
         total.add(d);
     }
-    let line = p.memory.l2.line_bytes;
+    // Lines counts fill units (`memory.hbm.fetch_bytes`); a dirty unit's line is written back
+    // whole, so counting the units keeps the write-back a lower bound.
+    let unit = p.memory.hbm.fetch_bytes;
     let (fills, dirty) = walk.lines.counts();
     // At most the L2's capacity can still be dirty when the kernel ends; the rest was written
     // back during it.
-    let l2_lines = p.memory.l2.bytes / line;
-    let dram_read_bytes = fills * line;
-    let dram_write_bytes = dirty.saturating_sub(l2_lines) * line;
+    let l2_units = p.memory.l2.bytes / unit;
+    let dram_read_bytes = fills * unit;
+    let dram_write_bytes = dirty.saturating_sub(l2_units) * unit;
     let m = &p.memory;
     let hbm_bytes_per_cycle = m.hbm.bandwidth_gbs * m.hbm.efficiency * 1e9 / (clock_mhz * 1e6);
 
