@@ -441,6 +441,24 @@ static double probe_u(int u, const int4* p, size_t bytes, int threads, int passe
   }
 }
 
+using Prober = double (*)(int, const int4*, size_t, int, int, unsigned long long*, int4*);
+
+// One point of a probe: from DRAM (a region never read before in the run, after an L2 flush:
+// about 4000 round trips' worth, 2 to 256 MiB) and from L2 (an 8 MiB region read once, then
+// timed over two passes).
+static void inflight_point(const char* hbm, const char* l2, Prober probe, int t, int u, char* buf, size_t big,
+                           size_t& off, unsigned long long* d, int4* sink) {
+  char param[32];
+  snprintf(param, sizeof param, "t%d_u%d", t, u);
+  size_t bytes = std::min<size_t>(256u << 20, std::max<size_t>(2u << 20, (size_t)t * u * 16 * 4000));
+  if (off + bytes > big) off = 0;
+  flush_l2();
+  row(hbm, param, probe(u, (const int4*)(buf + off), bytes, t, 1, d, sink), "bytes_per_clk");
+  off += bytes;
+  probe(u, (const int4*)buf, 8u << 20, t, 1, d, sink);
+  row(l2, param, probe(u, (const int4*)buf, 8u << 20, t, 2, d, sink), "bytes_per_clk");
+}
+
 static void inflight() {
   unsigned long long* d;
   int4* sink;
@@ -453,30 +471,12 @@ static void inflight() {
   size_t off = 0;
   char param[32];
   for (int t : {32, 64, 128, 256, 512, 1024})
-    for (int u : {1, 2, 4, 8}) {
-      snprintf(param, sizeof param, "t%d_u%d", t, u);
-      // Cold: about 4000 round trips' worth, at least 2 MiB, at most 256 MiB, never read before.
-      size_t bytes = std::min<size_t>(256u << 20, std::max<size_t>(2u << 20, (size_t)t * u * 16 * 4000));
-      if (off + bytes > big) off = 0;
-      flush_l2();
-      row("inflight_hbm", param, probe_u(u, (const int4*)(buf + off), bytes, t, 1, d, sink), "bytes_per_clk");
-      off += bytes;
-      // Warm: 8 MiB read once, then timed.
-      probe_u(u, (const int4*)buf, 8u << 20, t, 1, d, sink);
-      row("inflight_l2", param, probe_u(u, (const int4*)buf, 8u << 20, t, 2, d, sink), "bytes_per_clk");
-    }
+    for (int u : {1, 2, 4, 8}) inflight_point("inflight_hbm", "inflight_l2", probe_u, t, u, buf, big, off, d, sink);
   // All U loads in flight (probe_inflight): from DRAM and from L2.
   for (int t : {32, 128, 512, 1024})
     for (int u : {1, 2, 4, 8, 16}) {
       if (t * u > 8192) continue;  // registers: 16 x 4 values per thread only up to 512 threads
-      snprintf(param, sizeof param, "t%d_u%d", t, u);
-      size_t bytes = std::min<size_t>(256u << 20, std::max<size_t>(2u << 20, (size_t)t * u * 16 * 4000));
-      if (off + bytes > big) off = 0;
-      flush_l2();
-      row("inflight_all_hbm", param, probe_all_u(u, (const int4*)(buf + off), bytes, t, 1, d, sink), "bytes_per_clk");
-      off += bytes;
-      probe_all_u(u, (const int4*)buf, 8u << 20, t, 1, d, sink);
-      row("inflight_all_l2", param, probe_all_u(u, (const int4*)buf, 8u << 20, t, 2, d, sink), "bytes_per_clk");
+      inflight_point("inflight_all_hbm", "inflight_all_l2", probe_all_u, t, u, buf, big, off, d, sink);
     }
   for (int mib : {4, 8, 16, 32})
     for (int u : {4, 8}) {
