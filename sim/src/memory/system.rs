@@ -326,10 +326,10 @@ mod tests {
     fn a_line_read_again_at_once_shares_its_read_out() {
         let (p, mut rng) = h100();
         let mut m = MemSys::new(&p, 1830.0);
-        m.read(0, 0, 0, 128, &mut rng); // the fill
-                                        // 1000 SMs' worth of reads of that line at one time: one read-out from the data array,
-                                        // then 1000 x 128 B through one slice's crossbar port (7446 / 64 B/cycle), not
-                                        // through the array (4264 / 64) each.
+        // The fill, then 1000 SMs' worth of reads of that line at one time: one read-out from
+        // the data array, then 1000 x 128 B through one slice's crossbar port (7446 / 64
+        // B/cycle), not through the array (4264 / 64) each.
+        m.read(0, 0, 0, 128, &mut rng);
         let (port, array) = (
             p.memory.l2.bytes_per_cycle / 64.0,
             p.memory.l2.data_bytes_per_cycle / 64.0,
