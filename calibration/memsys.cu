@@ -401,15 +401,24 @@ __global__ void probe_inflight(const int4* __restrict__ p, size_t vecs, int pass
   if (acc == 0x7fffffffu) sink[threadIdx.x] = make_int4(acc, 0, 0, 0);
 }
 
-template <int U>
-static double probe_all(const int4* p, size_t bytes, int threads, int passes, unsigned long long* d, int4* sink) {
-  probe_inflight<U><<<1, threads>>>(p, bytes / 16, passes, d, sink);
+using ProbeKernel = void (*)(const int4*, size_t, int, unsigned long long*, int4*);
+
+// One CTA of `threads` runs `kernel` over `bytes` at p; its cycles.
+static double probe_cycles(ProbeKernel kernel, const int4* p, size_t bytes, int threads, int passes,
+                           unsigned long long* d, int4* sink) {
+  kernel<<<1, threads>>>(p, bytes / 16, passes, d, sink);
   LAUNCH_CHECK();
   unsigned long long c;
   CHECK(cudaMemcpy(&c, d, sizeof c, cudaMemcpyDeviceToHost));
+  return (double)c;
+}
+
+template <int U>
+static double probe_all(const int4* p, size_t bytes, int threads, int passes, unsigned long long* d, int4* sink) {
+  const double c = probe_cycles(probe_inflight<U>, p, bytes, threads, passes, d, sink);
   // Whole steps of U vectors per thread only.
   const size_t step = (size_t)threads * U * 16;
-  return (double)(bytes / step * step) * passes / (double)c;
+  return (double)(bytes / step * step) * passes / c;
 }
 
 static double probe_all_u(int u, const int4* p, size_t bytes, int threads, int passes, unsigned long long* d,
@@ -425,11 +434,7 @@ static double probe_all_u(int u, const int4* p, size_t bytes, int threads, int p
 
 template <int U>
 static double probe(const int4* p, size_t bytes, int threads, int passes, unsigned long long* d, int4* sink) {
-  probe_read<U><<<1, threads>>>(p, bytes / 16, passes, d, sink);
-  LAUNCH_CHECK();
-  unsigned long long c;
-  CHECK(cudaMemcpy(&c, d, sizeof c, cudaMemcpyDeviceToHost));
-  return (double)bytes * passes / (double)c;
+  return (double)bytes * passes / probe_cycles(probe_read<U>, p, bytes, threads, passes, d, sink);
 }
 
 static double probe_u(int u, const int4* p, size_t bytes, int threads, int passes, unsigned long long* d, int4* sink) {
