@@ -142,12 +142,15 @@ fn fa3_pingpong_is_tensor_bound_and_keeps_mufu_busy() {
     let r = report("fa3_pingpong", &[]);
     let a = r.analytic.as_ref().unwrap();
     assert_eq!(a.bound, "tensor");
+    // Above the bound by the softmax's math beside the HGMMAs, but less than the chip's own
+    // kernel of this structure at bn 128 (calibration/fa3.cu: 2,759 cycles per KV block against
+    // 2,048 of tensor math, 1.35x).
     assert!(
-        a.ratio >= 1.0 && a.ratio < 1.25,
+        a.ratio >= 1.0 && a.ratio < 1.35,
         "simulated/analytic {}",
         a.ratio
     );
-    assert!(r.units["tensor"].busy > 0.8);
+    assert!(r.units["tensor"].busy > 0.75);
     // Softmax: bn/2 = 88 ex2 per thread per block on 16 lanes/SM, half the tensor time.
     assert!(r.units["mufu"].busy > 0.3);
     assert!(r.roles["consumer"].states["named_barrier"] > 0);

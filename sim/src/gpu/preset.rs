@@ -228,6 +228,11 @@ pub struct Tensor {
     /// fractions accumulate. 0 where nothing was measured.
     #[serde(default)]
     pub issue_beside_hgmma: f64,
+    /// Cycles the running HGMMA holds the tensor pipe longer for each ALU, FMA or MUFU
+    /// warp-instruction issued beside it (the other side of `issue_beside_hgmma`); fractions
+    /// accumulate. 0 where nothing was measured.
+    #[serde(default)]
+    pub hgmma_beside_issue: f64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -662,11 +667,13 @@ impl Preset {
                 return bad(format!("{field} = {v} must be at most {max}"));
             }
         }
-        let beside = self.tensor.issue_beside_hgmma;
-        if !(0.0..=16.0).contains(&beside) {
-            return bad(format!(
-                "tensor.issue_beside_hgmma = {beside} must be in [0, 16] cycles"
-            ));
+        for (field, v) in [
+            ("issue_beside_hgmma", self.tensor.issue_beside_hgmma),
+            ("hgmma_beside_issue", self.tensor.hgmma_beside_issue),
+        ] {
+            if !(0.0..=16.0).contains(&v) {
+                return bad(format!("tensor.{field} = {v} must be in [0, 16] cycles"));
+            }
         }
         let eff = self.memory.hbm.efficiency;
         if !(eff > 0.0 && eff <= 1.0) {

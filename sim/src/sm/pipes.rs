@@ -13,7 +13,10 @@
 //! scheduler would issue meanwhile is in `dispatch_stall`. Measured on the H200: a consumer's
 //! softmax step takes 1.57x as long beside back-to-back SS wgmma of another warpgroup, 1.47x to
 //! 1.66x beside RS (calibration/softmax.cu, softmax_beside_{ss,rs}), the stall Nsight Compute
-//! reports on the FADD, FMUL and MUFU of FA3-class kernels.
+//! reports on the FADD, FMUL and MUFU of FA3-class kernels. The HGMMAs slow down too: each such
+//! warp-instruction adds `tensor.hgmma_beside_issue` cycles to the tensor pipe's next HGMMA
+//! (back-to-back m64n128k16 take 83.0 cycles beside the softmax step against 73.9 alone, SS;
+//! 77.7 against 71.8, RS: calibration/softmax.cu, wgmma_beside_{ss,rs}).
 
 use crate::engine::error::Fault;
 use crate::engine::hooks::Hook;
@@ -133,11 +136,15 @@ impl Engine<'_> {
         let (start, end) = part.pipes[pipe_index(pipe)].book(self.now, cycles);
         let beside = self.p.tensor.issue_beside_hgmma;
         let measured_beside = matches!(pipe, Pipe::Alu | Pipe::Fma | Pipe::Mufu);
-        if measured_beside && beside > 0.0 && !self.sms[warp.sm as usize].tensor.is_idle() {
-            part.issue_debt += beside;
-            let whole = part.issue_debt.floor();
-            part.issue_debt -= whole;
-            part.issue_free = self.now + 1 + whole as u64;
+        let tensor = &mut self.sms[warp.sm as usize].tensor;
+        if measured_beside && !tensor.is_idle() {
+            if beside > 0.0 {
+                part.issue_debt += beside;
+                let whole = part.issue_debt.floor();
+                part.issue_debt -= whole;
+                part.issue_free = self.now + 1 + whole as u64;
+            }
+            tensor.slow_down(self.p.tensor.hgmma_beside_issue);
         }
         self.horizon = self.horizon.max(end);
         warp.scoreboard(start + latency, kind);

@@ -91,6 +91,9 @@ pub struct TensorPipe {
     /// When the running (or last) HGMMA's math ends.
     math_until: u64,
     flops: u64,
+    /// Pipe cycles owed for math issued beside the running HGMMA (`tensor.hgmma_beside_issue`),
+    /// paid by the next HGMMA to start; fractions carry over.
+    beside_debt: f64,
 }
 
 impl TensorPipe {
@@ -100,6 +103,11 @@ impl TensorPipe {
 
     pub fn is_idle(&self) -> bool {
         self.running.is_none()
+    }
+
+    /// One math warp-instruction issued beside the running HGMMA: `cycles` more pipe time.
+    pub fn slow_down(&mut self, cycles: f64) {
+        self.beside_debt += cycles;
     }
 
     /// Starts the next queued HGMMA at `now` if the pipe is idle; books its operand reads on the
@@ -115,8 +123,10 @@ impl TensorPipe {
         self.busy += math;
         self.math_until = now + math;
         self.flops += h.flops();
-        let done = (now + math).max(read_end);
-        let held = now + h.pipe_cycles(cost.flops_per_cycle, cost.rs_min_cycles);
+        let owed = self.beside_debt.floor();
+        self.beside_debt -= owed;
+        let done = (now + math + owed as u64).max(read_end);
+        let held = now + h.pipe_cycles(cost.flops_per_cycle, cost.rs_min_cycles) + owed as u64;
         Some(Started {
             hgmma: h,
             free: done.max(held),

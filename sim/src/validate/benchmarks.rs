@@ -715,6 +715,31 @@ pub(super) fn specs() -> Vec<Spec> {
             Metric::per_iteration(100, 0.0),
         );
     }
+    // The other side: what the softmax steps of 4 warps that outlast them add to each of
+    // another warpgroup's back-to-back wgmma m64n128k16 (8 a group, one group in flight); the
+    // slope over 100 groups. (Alone these take 73.9 (SS) and 71.8 (RS) cycles on the chip
+    // against 64.3 in groups of 32 (h200-wgmma.csv), 64 in the model: not yet explained.)
+    for (form, beside, test, base) in [
+        ("SS", 1, "wgmma_beside_ss", "wgmma_alone_ss"),
+        ("RS", 2, "wgmma_beside_rs", "wgmma_alone_rs"),
+    ] {
+        add(
+            "hgmma_beside",
+            format!("{form} wgmma beside the softmax, over alone"),
+            "cycles/wgmma",
+            "softmax",
+            Measured::Over(test, base, "128"),
+            "softmax",
+            sets(&[("beside", beside), ("iters", 150)]),
+            Metric::MmaSlopeOver {
+                key: "groups",
+                lo: 100,
+                hi: 200,
+                per: 800.0,
+                base: sets(&[("beside", beside), ("iters", 0)]),
+            },
+        );
+    }
     // Whole kernels, the check of the mechanisms above. FA3-class attention (head dim 128,
     // 2048 tiles of 128 query rows on 132 SMs): the chip's FLOP per SM-cycle over the whole run
     // times 16 / 15.52 (the busiest SM's tiles over the mean) is its steady state; the twin's
@@ -736,6 +761,30 @@ pub(super) fn specs() -> Vec<Spec> {
                 lo: 8192,
                 hi: 16384,
                 amount: 64.0 * 4.0 * 128.0 * 128.0 * 128.0,
+            },
+        );
+    }
+    // FA3's two techniques switched off one at a time (calibration/fa3.cu, one CTA, head dim
+    // 128, KV blocks of 128): cycles per KV block, the slope between 32 and 64 blocks.
+    for (pp, io) in [(1, 1), (0, 1), (1, 0), (0, 0)] {
+        add(
+            "fa3",
+            format!(
+                "fa3 bn 128{}{}",
+                if pp == 1 { "" } else { ", no ping-pong" },
+                if io == 1 { "" } else { ", no intra-WG overlap" }
+            ),
+            "cycles/block",
+            "fa3",
+            v("fa3_block", &format!("pp{pp}_io{io}_g1")),
+            "fa3_pingpong",
+            sets(&[("bn", 128), ("pingpong", pp), ("intra_overlap", io)]),
+            Metric::Slope {
+                key: "seqlen",
+                lo: 4096,
+                hi: 8192,
+                per: 32.0,
+                minus: 0.0,
             },
         );
     }

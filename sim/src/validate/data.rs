@@ -40,6 +40,10 @@ const STORED: &[(&str, &str)] = &[
         include_str!("../../../calibration/data/h200-attention.csv"),
     ),
     (
+        "fa3",
+        include_str!("../../../calibration/data/h200-fa3.csv"),
+    ),
+    (
         "gemm_ws",
         include_str!("../../../calibration/data/h200-gemm_ws.csv"),
     ),

@@ -150,10 +150,30 @@ pub(super) const GROUPS: &[Group] = &[
                code interleaves them, +12% for one warp alone",
     },
     Group {
+        name: "hgmma_beside",
+        bound: Bound::Relative(0.25),
+        note: "cycles the softmax steps of 4 warps add to each of another warpgroup's \
+               back-to-back wgmma m64n128k16: 9.1 (SS) and 5.9 (RS) on the chip; each ALU, FMA \
+               or MUFU instruction issued beside an HGMMA holds the tensor pipe \
+               tensor.hgmma_beside_issue (0.08) more cycles, 6.9 for both forms: why the chip's \
+               RS form loses less (its softmax runs 6% slower beside it) is not modeled, hence \
+               the wide bound. Alone these wgmmas take 73.9 (SS) and 71.8 (RS) cycles in \
+               groups of 8 against 64.3 in groups of 32 (h200-wgmma.csv), 64 in the model: not \
+               yet explained either",
+    },
+    Group {
         name: "attention",
         bound: Bound::Relative(0.15),
         note: "whole kernel: FLOP per SM-cycle of cuDNN's FA3-class attention forward (head dim \
                128) against the twin of its SASS schedule, steady state",
+    },
+    Group {
+        name: "fa3",
+        bound: Bound::Relative(0.15),
+        note: "whole kernel (calibration/fa3.cu, written after FlashAttention-3's mainloop): \
+               cycles per KV block of one CTA (head dim 128, blocks of 128) with ping-pong and \
+               intra-warpgroup overlap, and with each or both off, against fa3_pingpong.ron \
+               at bn 128",
     },
     Group {
         name: "gemm_ws",

@@ -13,6 +13,8 @@ pub(super) enum Measured {
     Slope(&'static str, &'static str, &'static str, f64),
     /// value × factor: a whole-kernel rate corrected to its busiest SM's steady state.
     Scaled(&'static str, &'static str, f64),
+    /// value(test) − value(base) at one param: what a condition adds.
+    Over(&'static str, &'static str, &'static str),
 }
 
 /// How the simulated value comes from the twin's cycles. `key` runs at `lo` and at `hi`; the
@@ -41,6 +43,15 @@ pub(super) enum Metric {
     SingleRate { amount: f64 },
     /// Bytes DRAM read in one run over `asked`, the bytes the kernel's threads asked for.
     DramPerAsked { asked: f64 },
+    /// Δ(lifetime of the role `mma`'s warps) / `per` (that role's slope while others outlast
+    /// it), less the same slope of the twin with `base` sets.
+    MmaSlopeOver {
+        key: &'static str,
+        lo: i64,
+        hi: i64,
+        per: f64,
+        base: Vec<(String, i64)>,
+    },
     /// Δcycles / Δcycles of the same twin with `base` sets, rounded: a multiple of a base case.
     Degree {
         key: &'static str,
@@ -88,6 +99,10 @@ impl Metric {
             Metric::SingleRate { amount } => amount / cycles(0).max(1.0),
             Metric::Degree { .. } => (delta(1, 0) / delta(3, 2).max(1.0)).round(),
             Metric::DramPerAsked { asked } => s[0].dram_read as f64 / asked,
+            Metric::MmaSlopeOver { per, .. } => {
+                let mma = |i: usize| s[i].mma_cycles as f64;
+                (mma(1) - mma(0) - (mma(3) - mma(2))) / per
+            }
         }
     }
 }
@@ -106,6 +121,11 @@ impl Spec {
                 let (a, mhz) = data.get(self.program, test, param)?;
                 Ok((a * factor, mhz))
             }
+            Measured::Over(test, base, param) => {
+                let (a, mhz) = data.get(self.program, test, param)?;
+                let (b, _) = data.get(self.program, base, param)?;
+                Ok((a - b, mhz))
+            }
         }
     }
 
@@ -119,7 +139,10 @@ impl Spec {
             Metric::Single { .. } | Metric::SingleRate { .. } | Metric::DramPerAsked { .. } => {
                 vec![k(None)]
             }
-            Metric::Degree { key, lo, hi, base } => vec![
+            Metric::Degree { key, lo, hi, base }
+            | Metric::MmaSlopeOver {
+                key, lo, hi, base, ..
+            } => vec![
                 k(Some((key, *lo))),
                 k(Some((key, *hi))),
                 run_key(self.twin, base, Some((key, *lo)), mhz),

@@ -53,6 +53,10 @@ const TWINS: &[(&str, &str)] = &[
         include_str!("../../../scenarios/calibration/attention.ron"),
     ),
     ("gemm_ws", include_str!("../../../scenarios/gemm_ws.ron")),
+    (
+        "fa3_pingpong",
+        include_str!("../../../scenarios/fa3_pingpong.ron"),
+    ),
 ];
 
 /// Why a twin could not run.
@@ -81,11 +85,14 @@ pub(super) fn run_key(
     (twin, m.into_iter().collect(), (mhz * 1000.0).round() as u64)
 }
 
-/// What one run gives: its cycles and the bytes DRAM read.
+/// What one run gives: its cycles, the bytes DRAM read, and how long the warps of the twin's
+/// role `mma` lived on average (0 without one): the time of a warpgroup that runs beside others
+/// which outlast it.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Sample {
     pub(super) cycles: u64,
     pub(super) dram_read: u64,
+    pub(super) mma_cycles: u64,
 }
 
 /// One run.
@@ -105,9 +112,14 @@ fn simulate(gpu: &str, key: &RunKey) -> Result<Sample, TwinError> {
     let file = format!("scenarios/calibration/{twin}.ron");
     let (kernel, preset) = run::load_source(&file, text, &opts)?;
     let report = run::simulate(&file, &kernel, &preset, &opts)?;
+    let mma_cycles = report
+        .roles
+        .get("mma")
+        .map_or(0, |r| r.lifetime / u64::from(r.warps.max(1)));
     Ok(Sample {
         cycles: report.cycles,
         dram_read: report.dram.read_bytes,
+        mma_cycles,
     })
 }
 
