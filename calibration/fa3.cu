@@ -1,7 +1,7 @@
 // An FA3-class attention forward main loop on one SM, written after FlashAttention-3's Hopper
 // kernel (hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp, Dao-AILab/flash-attention), so that its two
 // techniques can be switched off one at a time on the chip: head dim 128, 128 query rows per
-// CTA, KV blocks of 128, 2 K/V stages. One producer warpgroup whose thread 0 issues the TMA
+// CTA, KV blocks of 128, 2 K/V stages (3 in the `_s3` rows). One producer warpgroup whose thread 0 issues the TMA
 // loads (Q once; K_j and V_j^T per block, 128-byte swizzle), two consumer warpgroups of 64 query
 // rows each: S = Q K_j^T (8 SS wgmma m64n128k16), the online softmax in registers (the
 // instruction mix of cuDNN's FA3-class kernel, as softmax.cu: FMNMX tree, 2 SHFL.BFLY rounds,
@@ -17,7 +17,8 @@
 //
 //   fa3_block      cycles per KV block, the slope of the consumers' cycles (clock64, earliest
 //                  start to latest end) between 32 and 64 KV blocks, K and V from L2;
-//                  param pp<0|1>_io<0|1>_g<CTAs> (1 CTA, or 132: one per SM, the same K and V)
+//                  param pp<0|1>_io<0|1>_g<CTAs> (1 CTA, or 132: one per SM, the same K and V),
+//                  and pp<>_io<>_g1_s3 with 3 K/V stages
 //   fa3_flop_per_sm_cycle  4 * 128 * 128 * 128 FLOP a block over fa3_block
 //   fa3_stamp      one traced 1-CTA launch of 64 blocks: clock64 of each consumer warpgroup's
 //                  thread 0 at 8 points of blocks 24 to 31 (param pp<>_io<>_wg<c>_b<block>_s<k>,
@@ -148,16 +149,16 @@ struct Params {
   long long* trace;  // TR: 2 x 64 x 8 stamps of CTA 0 (only one CTA is traced)
 };
 
-template <bool PP, bool IO, bool TR = false>
+template <bool PP, bool IO, int ST = 2, bool TR = false>
 __global__ void __launch_bounds__(384, 1) fa3_kernel(const __grid_constant__ CUtensorMap mq,
                                                       const __grid_constant__ CUtensorMap mk,
                                                       const __grid_constant__ CUtensorMap mv, Params p) {
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = (uint8_t*)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
-  __shared__ __align__(8) uint64_t q_full, k_full[2], v_full[2], k_empty[2], v_empty[2];
+  __shared__ __align__(8) uint64_t q_full, k_full[ST], v_full[ST], k_empty[ST], v_empty[ST];
   if (threadIdx.x == 0) {
     bar_init(saddr(&q_full), 1);
-    for (int s = 0; s < 2; ++s) {
+    for (int s = 0; s < ST; ++s) {
       bar_init(saddr(&k_full[s]), 1);
       bar_init(saddr(&v_full[s]), 1);
       bar_init(saddr(&k_empty[s]), 256);
@@ -166,7 +167,7 @@ __global__ void __launch_bounds__(384, 1) fa3_kernel(const __grid_constant__ CUt
   }
   __syncthreads();
   const int wg = threadIdx.x / 128;
-  const uint32_t sq = saddr(smem), sk = sq + kBlockBytes, sv = sk + 2 * kBlockBytes;
+  const uint32_t sq = saddr(smem), sk = sq + kBlockBytes, sv = sk + ST * kBlockBytes;
   if (wg == 0) {  // producer
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
     if (threadIdx.x != 0) return;
@@ -174,8 +175,8 @@ __global__ void __launch_bounds__(384, 1) fa3_kernel(const __grid_constant__ CUt
     tma_load(sq, &mq, 0, saddr(&q_full), 0);
     tma_load(sq + kTile, &mq, 0, saddr(&q_full), 64);
     for (int j = 0; j < p.blocks; ++j) {
-      const int s = j & 1;
-      const uint32_t ph = (j >> 1) & 1;
+      const int s = j % ST;
+      const uint32_t ph = (j / ST) & 1;
       wait_phase(saddr(&k_empty[s]), ph ^ 1);
       arrive_expect(saddr(&k_full[s]), kBlockBytes);
       tma_load(sk + s * kBlockBytes, &mk, j * kBn, saddr(&k_full[s]), 0);
@@ -222,8 +223,8 @@ __global__ void __launch_bounds__(384, 1) fa3_kernel(const __grid_constant__ CUt
     sm.step(s, p.scale);
     to_p(s, pf);
     for (int i = 0; i + 1 < n; ++i) {
-      const int s1 = (i + 1) & 1, s0 = i & 1;
-      const uint32_t ph1 = ((i + 1) >> 1) & 1, ph0 = (i >> 1) & 1;
+      const int s1 = (i + 1) % ST, s0 = i % ST;
+      const uint32_t ph1 = ((i + 1) / ST) & 1, ph0 = (i / ST) & 1;
       stamp(i, 0);
       if (waits) wait_phase(saddr(&k_full[s1]), ph1);
       stamp(i, 1);
@@ -252,8 +253,8 @@ __global__ void __launch_bounds__(384, 1) fa3_kernel(const __grid_constant__ CUt
       sm.rescale(o);
       stamp(i, 7);
     }
-    const int last = (n - 1) & 1;
-    wait_phase(saddr(&v_full[last]), ((n - 1) >> 1) & 1);
+    const int last = (n - 1) % ST;
+    wait_phase(saddr(&v_full[last]), ((n - 1) / ST) & 1);
     fence();
     gemm_pv(o, pf, sv + last * kBlockBytes);
     commit();
@@ -263,8 +264,8 @@ __global__ void __launch_bounds__(384, 1) fa3_kernel(const __grid_constant__ CUt
   } else {
     if (PP) named_sync(own);
     for (int j = 0; j < n; ++j) {
-      const int st = j & 1;
-      const uint32_t ph = (j >> 1) & 1;
+      const int st = j % ST;
+      const uint32_t ph = (j / ST) & 1;
       stamp(j, 0);
       wait_phase(saddr(&k_full[st]), ph);
       stamp(j, 1);
@@ -318,13 +319,13 @@ static float* g_sink;
 static long long* g_trace;
 
 // Median over CTAs of the consumers' cycles (earliest start to latest end) of one launch.
-template <bool PP, bool IO, bool TR = false>
+template <bool PP, bool IO, int ST = 2, bool TR = false>
 static double run_once(const CUtensorMap& mq, const CUtensorMap& mk, const CUtensorMap& mv, int blocks,
                        int ctas) {
-  const int smem = 5 * kBlockBytes + 1024;
-  CHECK(cudaFuncSetAttribute(fa3_kernel<PP, IO, TR>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  const int smem = (1 + 2 * ST) * kBlockBytes + 1024;
+  CHECK(cudaFuncSetAttribute(fa3_kernel<PP, IO, ST, TR>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   Params p{blocks, 0.0883883f * 1.4427f, g_out, g_sink, g_trace};
-  fa3_kernel<PP, IO, TR><<<ctas, 384, smem>>>(mq, mk, mv, p);
+  fa3_kernel<PP, IO, ST, TR><<<ctas, 384, smem>>>(mq, mk, mv, p);
   LAUNCH_CHECK();
   std::vector<unsigned long long> h(4 * ctas);
   CHECK(cudaMemcpy(h.data(), g_out, h.size() * 8, cudaMemcpyDeviceToHost));
@@ -335,25 +336,26 @@ static double run_once(const CUtensorMap& mq, const CUtensorMap& mk, const CUten
   return c[ctas / 2];
 }
 
-template <bool PP, bool IO>
+template <bool PP, bool IO, int ST = 2>
 static void point(const CUtensorMap& mq, const CUtensorMap& mk, const CUtensorMap& mv, int ctas) {
   std::vector<double> a, b;
-  run_once<PP, IO>(mq, mk, mv, kMaxBlocks, ctas);  // warms L2 and the clock
+  run_once<PP, IO, ST>(mq, mk, mv, kMaxBlocks, ctas);  // warms L2 and the clock
   for (int rep = 0; rep < 5; ++rep) {
-    a.push_back(run_once<PP, IO>(mq, mk, mv, kMaxBlocks / 2, ctas));
-    b.push_back(run_once<PP, IO>(mq, mk, mv, kMaxBlocks, ctas));
+    a.push_back(run_once<PP, IO, ST>(mq, mk, mv, kMaxBlocks / 2, ctas));
+    b.push_back(run_once<PP, IO, ST>(mq, mk, mv, kMaxBlocks, ctas));
   }
   std::sort(a.begin(), a.end());
   std::sort(b.begin(), b.end());
   const double per = (b[2] - a[2]) / (kMaxBlocks / 2);
   char param[32];
-  snprintf(param, sizeof param, "pp%d_io%d_g%d", PP, IO, ctas);
+  if (ST == 2) snprintf(param, sizeof param, "pp%d_io%d_g%d", PP, IO, ctas);
+  else snprintf(param, sizeof param, "pp%d_io%d_g%d_s%d", PP, IO, ctas, ST);
   row("fa3_block", param, per, "cycles");
   row("fa3_flop_per_sm_cycle", param, 4.0 * kBm * kBn * kHd / per, "flop_per_sm_cycle");
-  if (ctas != 1) return;
+  if (ctas != 1 || ST != 2) return;
   // One traced launch of 64 blocks: the stamps of blocks 24 .. 31, relative to consumer 0's
   // stamp 0 of block 24.
-  run_once<PP, IO, true>(mq, mk, mv, kMaxBlocks, 1);
+  run_once<PP, IO, 2, true>(mq, mk, mv, kMaxBlocks, 1);
   std::vector<long long> t(2 * 64 * 8);
   CHECK(cudaMemcpy(t.data(), g_trace, t.size() * 8, cudaMemcpyDeviceToHost));
   const long long base = t[(0 * 64 + 24) * 8];
@@ -399,6 +401,11 @@ int main() {
     point<true, false>(mq, mk, mv, ctas);
     point<false, false>(mq, mk, mv, ctas);
   }
+  // Three K/V stages (224 KiB of shared memory): is the two-stage ring's round trip binding?
+  point<true, true, 3>(mq, mk, mv, 1);
+  point<false, true, 3>(mq, mk, mv, 1);
+  point<true, false, 3>(mq, mk, mv, 1);
+  point<false, false, 3>(mq, mk, mv, 1);
   unsigned timeouts = 0;
   CHECK(cudaMemcpyFromSymbol(&timeouts, g_timeouts, sizeof timeouts));
   printf("# mbarrier_wait_timeouts=%u\n", timeouts);

@@ -18,6 +18,12 @@
 //                      tma_stream k0_s4 (one mbarrier per stage)
 //   stream_rot4_1row : the same with 1-row boxes
 //   test_done        : wait_done with a test_wait loop; test_once: one test_wait (no loop)
+//   lat_same         : a 1-row load's round trip: arrive.expect_tx, the load, a wait woken by
+//                      its completion, on one mbarrier (tma.cu's tma_lat); lat_alt: the same
+//                      alternating between two mbarriers
+//   stream_same4     : stream_rot4 with one mbarrier per stage (each re-armed right after its
+//                      wait, as memsys.cu's tma_stream); stream_same4_1row: with 1-row boxes
+//   self_expect_wait : self_arrive_wait with arrive.expect_tx of 0 bytes instead of the arrive
 //   wg_arrive_wait   : 128 threads arrive on a 128-arrival mbarrier, then all wait for it
 //   cta_arrive_wait  : the same with 256 threads (gemm_ws's empty barrier)
 //   warp_arrive_wait : 128 threads, lane 0 of each warp arrives (4 arrivals), all wait
@@ -31,13 +37,15 @@ constexpr int kIters = 512, kRing = 196608;
 
 enum {
   kSelfArriveWait, kWaitDone, kArriveOnly, kExpectOnly, kTmaOneBar, kTmaArrive, kTmaWait,
-  kTmaExpectEach, kStreamRot4, kStreamRot4Row, kTestDone, kTestOnce, kWgArriveWait, kCtaArriveWait,
-  kWarpArriveWait, kEmpty, kVariants
+  kTmaExpectEach, kStreamRot4, kStreamRot4Row, kTestDone, kTestOnce, kLatSame, kLatAlt,
+  kStreamSame4, kStreamSame4Row, kSelfExpectWait, kWgArriveWait, kCtaArriveWait, kWarpArriveWait,
+  kEmpty, kVariants
 };
 static const char* kNames[kVariants] = {
     "self_arrive_wait", "wait_done",  "arrive_only",     "expect_only",    "tma_onebar",
     "tma_arrive",       "tma_wait",   "tma_expect_each", "stream_rot4",    "stream_rot4_1row",
-    "test_done",        "test_once",
+    "test_done",        "test_once",  "lat_same",        "lat_alt",        "stream_same4",
+    "stream_same4_1row", "self_expect_wait",
     "wg_arrive_wait",   "cta_arrive_wait", "warp_arrive_wait", "empty"};
 
 __device__ __forceinline__ void arrive(uint32_t bar) {
@@ -110,6 +118,31 @@ __global__ void cost_kernel(const __grid_constant__ CUtensorMap row1, const __gr
         tma_load(saddr(ring + (i % 4) * 16384), wide ? &row128 : &row1, wide ? (i * 128) & 65535 : i, bar);
         break;
       }
+      case kLatSame:  // a 1-row load's round trip, re-arming the barrier its wait was woken on
+        arrive_expect(b_one, 128);
+        tma_load(saddr(ring), &row1, i, b_one);
+        wait_phase(b_one, i & 1);
+        break;
+      case kLatAlt: {  // the same, alternating between two barriers
+        const uint32_t bar = saddr(&bars[i & 1]);
+        arrive_expect(bar, 128);
+        tma_load(saddr(ring), &row1, i, bar);
+        wait_phase(bar, (i >> 1) & 1);
+        break;
+      }
+      case kStreamSame4:
+      case kStreamSame4Row: {  // stream_rot4 with one barrier per stage (memsys.cu's tma_stream)
+        const bool wide = variant == kStreamSame4;
+        const uint32_t bar = saddr(&bars[i % 4]);
+        if (i >= 4) wait_phase(bar, ((i - 4) / 4) & 1);
+        arrive_expect(bar, wide ? 16384 : 128);
+        tma_load(saddr(ring + (i % 4) * 16384), wide ? &row128 : &row1, wide ? (i * 128) & 65535 : i, bar);
+        break;
+      }
+      case kSelfExpectWait:  // self_arrive_wait with arrive.expect_tx of 0 bytes
+        arrive_expect(b_one, 0);
+        wait_phase(b_one, i & 1);
+        break;
       case kTestDone: wait_test(b_done, 0); break;
       case kTestOnce: {  // one test_wait whose result the loop needs
         uint32_t ok;
@@ -130,6 +163,8 @@ __global__ void cost_kernel(const __grid_constant__ CUtensorMap row1, const __gr
   if (variant == kTmaExpectEach) wait_phase(saddr(&each), 0);  // all 512 arrivals and bytes
   if (variant == kStreamRot4 || variant == kStreamRot4Row)
     for (int i = kIters - 4; i < kIters; ++i) wait_phase(saddr(&bars[i % 64]), (i / 64) & 1);
+  if (variant == kStreamSame4 || variant == kStreamSame4Row)
+    for (int i = kIters - 4; i < kIters; ++i) wait_phase(saddr(&bars[i % 4]), (i / 4) & 1);
   long long t1 = clock64();
   if (t == 0) out[0] = t1 - t0;
 }
@@ -170,6 +205,11 @@ int main() {
   measure<kStreamRot4Row>(row1, row128, d);
   measure<kTestDone>(row1, row128, d);
   measure<kTestOnce>(row1, row128, d);
+  measure<kLatSame>(row1, row128, d);
+  measure<kLatAlt>(row1, row128, d);
+  measure<kStreamSame4>(row1, row128, d);
+  measure<kStreamSame4Row>(row1, row128, d);
+  measure<kSelfExpectWait>(row1, row128, d);
   measure<kWgArriveWait>(row1, row128, d);
   measure<kCtaArriveWait>(row1, row128, d);
   measure<kWarpArriveWait>(row1, row128, d);

@@ -42,7 +42,7 @@ fn a_slot_read_before_its_data_arrived() {
     assert_contains(
         &diagnosis("hazard_raw"),
         &[
-            "warp consumer0.w",
+            "warp consumer",
             "wgmma reads sA[0] while a TMA load into it is still in flight (read before the data arrived",
             "loop(kb).body[2] wgmma",
         ],

@@ -27,6 +27,7 @@ const BOUNDS: &[(&str, Bound)] = &[
     ("softmax", Bound::Relative(0.10)),
     ("hgmma_beside", Bound::Relative(0.25)),
     ("attention", Bound::Relative(0.15)),
+    ("mbarrier_ops", Bound::Relative(0.15)),
     ("fa3", Bound::Relative(0.15)),
     ("gemm_ws", Bound::Relative(0.05)),
     ("mbarrier_poll", Bound::Relative(0.15)),

@@ -96,6 +96,7 @@ impl Engine<'_> {
                         sync_until: 0,
                         sync_state: State::LongScoreboard,
                         wait_blocked: false,
+                        after_tma_issue: false,
                         atomics: vec![0; k.counters.len()],
                         regs: k.regs_per_thread,
                         hold: None,

@@ -46,6 +46,10 @@ pub(crate) struct Warp {
     pub sync_state: State,
     /// The warp's current `try_wait` has blocked (it will be woken, not pay the pass cost).
     pub wait_blocked: bool,
+    /// The warp's last mbarrier-side instruction was a TMA load's issue
+    /// (`tma.wait_after_issue_cycles`).
+    pub after_tma_issue: bool,
+
     /// Per counter, how many `AtomicAdd`s this warp has executed.
     pub atomics: Vec<u32>,
     pub regs: u32,

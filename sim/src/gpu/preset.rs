@@ -252,6 +252,12 @@ pub struct Barriers {
     pub wait_pass_cycles: u64,
     /// The same for a `test_wait` loop whose first poll passes.
     pub test_pass_cycles: u64,
+    /// Cycles a thread's `mbarrier.arrive` and `mbarrier.arrive.expect_tx` hold it (back to
+    /// back, on a barrier that does not complete). 0 where nothing was measured: one issue slot.
+    #[serde(default)]
+    pub arrive_cycles: u64,
+    #[serde(default)]
+    pub arrive_expect_cycles: u64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -261,6 +267,10 @@ pub struct Tma {
     pub issue_cycles: u64,
     pub chunk_bytes: u64,
     pub extra_latency: u64,
+    /// Cycles added to the return of a wait that finds its phase complete when the thread's
+    /// previous mbarrier-side instruction was a TMA load's issue. 0 where nothing was measured.
+    #[serde(default)]
+    pub wait_after_issue_cycles: u64,
     /// Bytes per cycle of the SM's path from L2 into shared memory that TMA loads take; it
     /// is neither the shared-memory port nor the SM's port for ordinary loads.
     pub fill_bytes_per_cycle: f64,
@@ -648,7 +658,28 @@ impl Preset {
                 b.test_wait_interval,
                 MAX_FIELD_CYCLES,
             ),
+            (
+                "barriers.wait_pass_cycles",
+                b.wait_pass_cycles,
+                MAX_FIELD_CYCLES,
+            ),
+            (
+                "barriers.test_pass_cycles",
+                b.test_pass_cycles,
+                MAX_FIELD_CYCLES,
+            ),
+            ("barriers.arrive_cycles", b.arrive_cycles, MAX_FIELD_CYCLES),
+            (
+                "barriers.arrive_expect_cycles",
+                b.arrive_expect_cycles,
+                MAX_FIELD_CYCLES,
+            ),
             ("tma.issue_cycles", self.tma.issue_cycles, MAX_FIELD_CYCLES),
+            (
+                "tma.wait_after_issue_cycles",
+                self.tma.wait_after_issue_cycles,
+                MAX_FIELD_CYCLES,
+            ),
             (
                 "tma.extra_latency",
                 self.tma.extra_latency,

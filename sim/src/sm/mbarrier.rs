@@ -168,12 +168,18 @@ impl Engine<'_> {
     }
 
     /// A `try_wait` loop issues with its phase complete: one that found it complete at once
-    /// still takes `barriers.wait_pass_cycles` to return; one that was woken has paid its wake.
+    /// still takes `barriers.wait_pass_cycles` to return, `tma.wait_after_issue_cycles` more
+    /// right after the warp issued a TMA load; one that was woken has paid its wake.
     pub(crate) fn pass_wait(&mut self, w: u32) {
-        let cost = self.p.barriers.wait_pass_cycles;
         let warp = &mut self.warps[w as usize];
+        let after_tma = std::mem::take(&mut warp.after_tma_issue);
         if !std::mem::take(&mut warp.wait_blocked) {
-            self.hold_for(w, cost);
+            let extra = if after_tma {
+                self.p.tma.wait_after_issue_cycles
+            } else {
+                0
+            };
+            self.hold_for(w, self.p.barriers.wait_pass_cycles + extra);
         }
     }
 
@@ -209,9 +215,11 @@ impl Engine<'_> {
         parity: &Code,
     ) -> Result<bool, Fault> {
         if self.poll(w, bar, parity)? == PollStep::Passes {
+            let warp = &mut self.warps[w as usize];
+            warp.after_tma_issue = false;
             // The loop's first poll passed: the poll's own round trip (a later pass has paid
             // its polls).
-            if self.warps[w as usize].polling.take().is_none() {
+            if warp.polling.take().is_none() {
                 self.hold_for(w, self.p.barriers.test_pass_cycles);
             }
             return Ok(true);
@@ -255,6 +263,7 @@ impl Engine<'_> {
 
     pub(crate) fn issue_arrive(&mut self, w: u32, bar: &BarRef, count: u32) -> Result<(), Fault> {
         let b = self.bar_index(w, bar)?;
+        self.hold_for(w, self.p.barriers.arrive_cycles);
         self.arrive(w, b, count)
     }
 
@@ -266,6 +275,7 @@ impl Engine<'_> {
         bytes: &Code,
     ) -> Result<(), Fault> {
         let b = self.bar_index(w, bar)?;
+        self.hold_for(w, self.p.barriers.arrive_expect_cycles);
         self.expect_tx(w, b, bytes)?;
         self.arrive(w, b, 1)
     }
@@ -290,7 +300,9 @@ impl Engine<'_> {
     }
 
     fn arrive(&mut self, w: u32, bar: u32, count: u32) -> Result<(), Fault> {
-        let cta = self.warps[w as usize].cta;
+        let warp = &mut self.warps[w as usize];
+        warp.after_tma_issue = false;
+        let cta = warp.cta;
         let m = &mut self.ctas[cta as usize].mbars[bar as usize];
         let completed = m.arrive(count).map_err(|error| Fault::MBarrier {
             name: self.names.mbarrier(bar),

@@ -121,9 +121,14 @@ impl Engine<'_> {
         let (sm, cta) = (self.warps[w as usize].sm, self.warps[w as usize].cta);
         let slot = self.slot_index(w, op.slot)?;
         self.emit(Hook::TmaLoadIssued { warp: w, slot })?;
-        let (start, _) = self.sms[sm as usize]
+        self.warps[w as usize].after_tma_issue = true;
+        let (start, issued) = self.sms[sm as usize]
             .tma_issue
             .book(now, self.p.tma.issue_cycles);
+        // The issuing thread moves on once the unit has taken the box.
+        let warp = &mut self.warps[w as usize];
+        warp.sync_until = warp.sync_until.max(issued);
+        warp.sync_state = State::MioThrottle;
         let at = start + self.p.tma.extra_latency;
         // Group the box's spans into chunks that stream back independently.
         let chunk_bytes = self.p.tma.chunk_bytes;

@@ -764,29 +764,68 @@ pub(super) fn specs() -> Vec<Spec> {
             },
         );
     }
-    // FA3's two techniques switched off one at a time (calibration/fa3.cu, one CTA, head dim
-    // 128, KV blocks of 128): cycles per KV block, the slope between 32 and 64 blocks.
-    for (pp, io) in [(1, 1), (0, 1), (1, 0), (0, 0)] {
+    // What one issuing thread pays per mbarrier operation and TMA issue (calibration/
+    // mbar_cost.cu): cycles per loop iteration, the slope between 256 and 512 iterations.
+    for (variant, test, group) in [
+        (0, "wait_done", "mbarrier_ops"),
+        (1, "self_arrive_wait", "mbarrier_ops"),
+        (2, "arrive_only", "mbarrier_ops"),
+        (3, "expect_only", "mbarrier_ops"),
+        (5, "tma_wait", "mbarrier_ops"),
+        (9, "lat_same", "mbarrier_ops"),
+        (10, "lat_alt", "mbarrier_ops"),
+        (4, "tma_onebar", "tma_issue"),
+        (6, "tma_expect_each", "tma_issue"),
+        (7, "stream_rot4", "tma_issue"),
+        (8, "stream_same4", "tma_issue"),
+    ] {
         add(
-            "fa3",
-            format!(
-                "fa3 bn 128{}{}",
-                if pp == 1 { "" } else { ", no ping-pong" },
-                if io == 1 { "" } else { ", no intra-WG overlap" }
-            ),
-            "cycles/block",
-            "fa3",
-            v("fa3_block", &format!("pp{pp}_io{io}_g1")),
-            "fa3_pingpong",
-            sets(&[("bn", 128), ("pingpong", pp), ("intra_overlap", io)]),
+            group,
+            test.replace('_', " "),
+            "cycles/iter",
+            "mbar_cost",
+            v("mbar_cost", test),
+            "mbar_cost",
+            sets(&[("v", variant)]),
             Metric::Slope {
-                key: "seqlen",
-                lo: 4096,
-                hi: 8192,
-                per: 32.0,
+                key: "iters",
+                lo: 256,
+                hi: 512,
+                per: 256.0,
                 minus: 0.0,
             },
         );
+    }
+    // FA3's two techniques switched off one at a time (calibration/fa3.cu, one CTA, head dim
+    // 128, KV blocks of 128): cycles per KV block, the slope between 32 and 64 blocks.
+    for (stages, suffix) in [(2, ""), (3, "_s3")] {
+        for (pp, io) in [(1, 1), (0, 1), (1, 0), (0, 0)] {
+            add(
+                "fa3",
+                format!(
+                    "fa3 bn 128, {stages} stages{}{}",
+                    if pp == 1 { "" } else { ", no ping-pong" },
+                    if io == 1 { "" } else { ", no intra-WG overlap" }
+                ),
+                "cycles/block",
+                "fa3",
+                v("fa3_block", &format!("pp{pp}_io{io}_g1{suffix}")),
+                "fa3_pingpong",
+                sets(&[
+                    ("bn", 128),
+                    ("stages", stages),
+                    ("pingpong", pp),
+                    ("intra_overlap", io),
+                ]),
+                Metric::Slope {
+                    key: "seqlen",
+                    lo: 4096,
+                    hi: 8192,
+                    per: 32.0,
+                    minus: 0.0,
+                },
+            );
+        }
     }
     // gemm_ws as measured (calibration/gemm_ws.cu, one CTA): cycles per k-tile with A and B in
     // L2 (the slope between K = 4096 and 8192), and the whole K = 4096 run from DRAM.

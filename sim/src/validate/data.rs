@@ -44,6 +44,10 @@ const STORED: &[(&str, &str)] = &[
         include_str!("../../../calibration/data/h200-fa3.csv"),
     ),
     (
+        "mbar_cost",
+        include_str!("../../../calibration/data/h200-mbar_cost.csv"),
+    ),
+    (
         "gemm_ws",
         include_str!("../../../calibration/data/h200-gemm_ws.csv"),
     ),

@@ -54,6 +54,10 @@ const TWINS: &[(&str, &str)] = &[
     ),
     ("gemm_ws", include_str!("../../../scenarios/gemm_ws.ron")),
     (
+        "mbar_cost",
+        include_str!("../../../scenarios/calibration/mbar_cost.ron"),
+    ),
+    (
         "fa3_pingpong",
         include_str!("../../../scenarios/fa3_pingpong.ron"),
     ),
