@@ -796,6 +796,20 @@ pub(super) fn specs() -> Vec<Spec> {
             },
         );
     }
+    // One TMA box of contiguous 128-byte rows from DRAM (calibration/dram_map.cu): cycles
+    // from arrive.expect_tx to the wake, each box in a region nothing touched before.
+    for rows in [1i64, 8, 32, 64, 128] {
+        add(
+            "dram_box",
+            format!("dram box {rows} rows"),
+            "cycles",
+            "dram_map",
+            v("dram_box_c", &rows.to_string()),
+            "tma",
+            sets(&[("test", 0), ("rows", rows), ("step", 8192)]),
+            Metric::per_iteration(16, 0.0),
+        );
+    }
     // FA3's two techniques switched off one at a time (calibration/fa3.cu, one CTA, head dim
     // 128, KV blocks of 128): cycles per KV block, the slope between 32 and 64 blocks.
     for (stages, suffix) in [(2, ""), (3, "_s3")] {

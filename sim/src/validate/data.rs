@@ -48,6 +48,10 @@ const STORED: &[(&str, &str)] = &[
         include_str!("../../../calibration/data/h200-mbar_cost.csv"),
     ),
     (
+        "dram_map",
+        include_str!("../../../calibration/data/h200-dram_map.csv"),
+    ),
+    (
         "gemm_ws",
         include_str!("../../../calibration/data/h200-gemm_ws.csv"),
     ),

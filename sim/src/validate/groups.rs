@@ -188,6 +188,15 @@ pub(super) const GROUPS: &[Group] = &[
                not in the twin)",
     },
     Group {
+        name: "dram_box",
+        bound: Bound::None,
+        note: "not modeled: one TMA box from DRAM takes 836 to 934 cycles for 128 B to 4 KiB of \
+               contiguous rows, then 1166 at 8 KiB and 1403 at 16 KiB (1461 at 32 KiB); boxes \
+               of rows 8 KiB apart jump from 884 to 1244 cycles between 8 and 16 rows \
+               (h200-dram_map.csv). The model's 48 channels of 256 bytes grow it smoothly (774 \
+               to 950): how DRAM pages and channels hold a box is not yet known",
+    },
+    Group {
         name: "fa3",
         bound: Bound::Relative(0.15),
         note: "whole kernel (calibration/fa3.cu, written after FlashAttention-3's mainloop): \
