@@ -4,6 +4,7 @@
 mod analyze;
 mod bench;
 mod check;
+mod diff;
 mod presets;
 mod report;
 mod run;
@@ -38,6 +39,8 @@ pub enum Command {
     Check(check::Args),
     /// Where the warps' cycles went, per role or warp, from a trace.
     Stalls(stalls::Args),
+    /// Two runs' reports (`sim run --json`) side by side, with the change of every metric.
+    Diff(diff::Args),
     /// One self-contained HTML page (timeline, stall charts, counters) from a trace.
     Report(report::Args),
     /// Analytic models: GEMM resources and roofline, autotuner steps, attention, decode.
@@ -54,6 +57,7 @@ pub fn execute(command: Command) -> anyhow::Result<ExitCode> {
         Command::Bench(a) => bench::run(&a),
         Command::Presets => presets::run(),
         Command::Stalls(a) => stalls::run(&a),
+        Command::Diff(a) => diff::run(&a),
         Command::Report(a) => report::run(&a),
         Command::Analyze(a) => analyze::run(&a),
         Command::Validate(a) => validate::run(&a),
