@@ -49,6 +49,7 @@ pub struct Report {
     pub l2: L2Report,
     pub dram: DramReport,
     pub units: BTreeMap<String, Unit>,
+    pub schedulers: Schedulers,
     pub roles: BTreeMap<String, Role>,
     /// The scenario's own prediction, or else the generic bound's.
     pub analytic: Option<Analytic>,
@@ -99,6 +100,19 @@ pub struct DramReport {
     pub bandwidth_gbs: f64,
 }
 
+/// Nsight Compute's per-scheduler averages (its Scheduler Statistics), over the run's cycles on
+/// the SMs that ran CTAs, one scheduler per partition.
+#[derive(Clone, Debug, Serialize)]
+pub struct Schedulers {
+    /// Resident warps per scheduler per cycle (`smsp__warps_active.avg.per_cycle_active`).
+    pub active_warps: f64,
+    /// Warps ready to issue (`selected` or `not_selected`) per scheduler per cycle
+    /// (`smsp__warps_eligible.avg.per_cycle_active`).
+    pub eligible_warps: f64,
+    /// Warp-instructions issued per scheduler per cycle (`smsp__issue_active.avg.per_cycle_active`).
+    pub issued_per_cycle: f64,
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct Unit {
     /// Fraction of cycles (of capacity, for per-partition units) the unit was busy.
@@ -115,6 +129,9 @@ pub struct Role {
     pub states: BTreeMap<String, u64>,
     /// The same warp-cycles grouped by Nsight Compute stall reason.
     pub ncu: BTreeMap<String, u64>,
+    /// Those over the role's issued instructions: Nsight Compute's "warp cycles per issued
+    /// instruction" per stall reason (Warp State Statistics).
+    pub cycles_per_issued: BTreeMap<String, f64>,
     /// `mbarrier_wait` warp-cycles by the mbarrier waited on (its sub-reasons).
     pub mbarrier_waits: BTreeMap<String, u64>,
     /// `wgmma_wait` warp-cycles by where they were spent: `issue` (the issue gap, or HGMMAs in
@@ -211,6 +228,7 @@ impl Report {
                     .map(|st| (st.name().to_string(), 0))
                     .collect(),
                 ncu: BTreeMap::new(),
+                cycles_per_issued: BTreeMap::new(),
                 mbarrier_waits: BTreeMap::new(),
                 wgmma_waits: BTreeMap::new(),
             });
@@ -233,6 +251,25 @@ impl Report {
                 *r.ncu.entry(st.ncu().to_string()).or_default() += c;
             }
         }
+        for r in roles.values_mut() {
+            let issued = r.instructions.max(1) as f64;
+            r.cycles_per_issued = r
+                .ncu
+                .iter()
+                .map(|(reason, &c)| (reason.clone(), c as f64 / issued))
+                .collect();
+        }
+        let scheduler_cycles = (cycles * sms * parts) as f64;
+        let (mut active, mut eligible) = (0u64, 0u64);
+        for r in roles.values() {
+            active += r.lifetime;
+            eligible += r.states["selected"] + r.states["not_selected"];
+        }
+        let schedulers = Schedulers {
+            active_warps: active as f64 / scheduler_cycles,
+            eligible_warps: eligible as f64 / scheduler_cycles,
+            issued_per_cycle: s.instructions as f64 / scheduler_cycles,
+        };
         let analytic = k.analytic.as_ref().map(|a| Analytic {
             cycles: a.cycles,
             bound: a.bound.clone(),
@@ -283,6 +320,7 @@ impl Report {
                 bandwidth_gbs: gbs(dram_bytes - m.dram_flush_bytes),
             },
             units,
+            schedulers,
             roles,
             analytic,
             bound: None,
@@ -448,6 +486,12 @@ impl Report {
             let _ = write!(o, " {name} {:.1}%", 100.0 * self.units[name].busy);
         }
         let _ = writeln!(o);
+        let sch = &self.schedulers;
+        let _ = writeln!(
+            o,
+            "schedulers  {:.2} active warps, {:.2} eligible, {:.2} issued per cycle (per partition)",
+            sch.active_warps, sch.eligible_warps, sch.issued_per_cycle
+        );
         let _ = writeln!(
             o,
             "warp states (% of the role's warp-cycles; Nsight Compute name in brackets)"
