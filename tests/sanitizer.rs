@@ -31,7 +31,7 @@ fn a_slot_refilled_while_wgmma_reads_it() {
         &[
             "hazard at cycle",
             "warp producer0.w0",
-            "TMA load overwrites sA[0] while 7 wgmma instruction(s) still read it (write-after-read",
+            "TMA load overwrites sA[0] while the wgmma reads of it by consumer0.w0 are not known to be complete (write-after-read",
             "in role `producer`: program[1] if.then[0] loop(kb).body[2] tma_load",
         ],
     );
@@ -42,8 +42,8 @@ fn a_slot_read_before_its_data_arrived() {
     assert_contains(
         &diagnosis("hazard_raw"),
         &[
-            "warp consumer",
-            "wgmma reads sA[0] while a TMA load into it is still in flight (read before the data arrived",
+            "warp consumer0.w0",
+            "wgmma reads sA[0] before waiting for the phase of full[0] that its TMA load completes (read before the data arrived",
             "loop(kb).body[2] wgmma",
         ],
     );
@@ -55,7 +55,7 @@ fn accumulators_read_before_the_covering_wait() {
         &diagnosis("hazard_acc"),
         &[
             "warp consumer",
-            "fma reads accumulators `C` before the wgmma writing them has completed (4 wgmma instruction(s) of the warpgroup pending",
+            "fma reads accumulators `C` before the wgmma writing them has completed (4 wgmma instruction(s) of the warp pending",
             "loop(kb).body[4] compute",
         ],
     );
@@ -69,6 +69,171 @@ fn more_transaction_bytes_than_expected() {
             "warp producer0.w0",
             "mbarrier full[0] received 24576 transaction bytes beyond its expect-tx count",
             "loop(kb).body[3] tma_load",
+        ],
+    );
+}
+
+/// The diagnosis of fixture `name` edited by `edits` (text replacements, each of which must
+/// apply), without its cycle, SM and CTA: the warp, the message and the instruction.
+fn diagnosis_with(name: &str, edits: &[(&str, &str)]) -> String {
+    let mut text = std::fs::read_to_string(fixture(name)).unwrap();
+    for (from, to) in edits {
+        assert!(text.contains(from), "`{from}` not in {name}");
+        text = text.replacen(from, to, 1);
+    }
+    let opts = RunOptions::default();
+    let (k, p) = run::load_source(name, &text, &opts).unwrap();
+    match run::simulate(name, &k, &p, &opts) {
+        Ok(r) => panic!("{name} with {edits:?} ran clean in {} cycles", r.cycles),
+        Err(e) => {
+            let e = e.to_string();
+            e[e.find("warp ").unwrap_or(0)..].to_string()
+        }
+    }
+}
+
+/// Preset fields replaced in a fixture on `h100-sxm`.
+fn overrides(fields: &str) -> (&'static str, String) {
+    (
+        "gpu: \"h100-sxm\",",
+        format!("gpu: \"h100-sxm\", gpu_overrides: {{ {fields} }},"),
+    )
+}
+
+/// What must not depend on timing in a diagnosis: the role of the warp at fault, the message
+/// and the instruction (which warp of the role gets there first may, and an inserted delay
+/// moves the instruction's path).
+fn essence(diagnosis: &str) -> (String, String, String) {
+    let (warp, rest) = diagnosis.split_once(": ").unwrap();
+    let (message, path) = rest.split_once("\n  = in ").unwrap();
+    let role = warp
+        .trim_start_matches("warp ")
+        .split(['0', '1', '2', '3'])
+        .next();
+    let inst = path.rsplit(' ').next();
+    (role.unwrap().into(), message.into(), inst.unwrap().into())
+}
+
+/// Asserts that every variant of fixture `name` ends with the same diagnosis as the fixture,
+/// whose text contains `expected`.
+fn same_diagnosis(name: &str, variants: &[Vec<(&str, String)>], expected: &[&str]) {
+    let first = diagnosis_with(name, &[]);
+    assert_contains(&first, expected);
+    for v in variants {
+        let edits: Vec<(&str, &str)> = v.iter().map(|(a, b)| (*a, b.as_str())).collect();
+        let d = diagnosis_with(name, &edits);
+        assert_eq!(essence(&d), essence(&first), "{name} with {edits:?}:\n{d}");
+    }
+}
+
+const PRODUCER_LOAD: &str = "TmaLoad(tensor: \"A\"";
+const CONSUMER_START: &str = "SetMaxNReg(action: Inc, regs: 232),";
+
+#[test]
+fn a_read_before_arrival_is_found_whichever_side_runs_first() {
+    // The consumers' first wgmma comes before the producer's first load is issued (as
+    // shipped, or with a late producer) or while it is in flight (a slower consumer, a slow
+    // TMA): the same read is at fault.
+    let producer_start = "SetMaxNReg(action: Dec, regs: 40),";
+    same_diagnosis(
+        "hazard_raw",
+        &[
+            vec![(CONSUMER_START, format!("{CONSUMER_START} Alu(64),"))],
+            vec![(producer_start, format!("{producer_start} Alu(600),"))],
+            vec![overrides("\"tma.extra_latency\": 3000")],
+        ],
+        &[
+            "warp consumer0.w0: wgmma reads sA[0] before waiting for the phase of full[0] that its TMA load completes",
+            "= in role `consumer`: program[1] loop(kb).body[2] wgmma",
+        ],
+    );
+}
+
+#[test]
+fn a_consumer_later_than_the_phase_it_skips_deadlocks() {
+    // Its wait for parity 1 then waits for the second phase, which needs its own release: the
+    // program hangs on hardware too, before any read.
+    let late = format!("{CONSUMER_START} Alu(600),");
+    let text = std::fs::read_to_string(fixture("hazard_raw"))
+        .unwrap()
+        .replacen(CONSUMER_START, &late, 1);
+    let opts = RunOptions::default();
+    let (k, p) = run::load_source("late.ron", &text, &opts).unwrap();
+    let e = run::simulate("late.ron", &k, &p, &opts)
+        .unwrap_err()
+        .to_string();
+    assert_contains(
+        &e,
+        &[
+            "deadlock at cycle",
+            "waits on mbarrier full[0] for the phase of parity 1; it is in phase 1 with 1 arrivals",
+        ],
+    );
+}
+
+#[test]
+fn a_write_after_read_is_found_however_late_the_refill_lands() {
+    // A producer slow enough that the tensor cores are done with the slot before the refill
+    // (the race a simulation-order check misses), and faster or slower HGMMAs.
+    let slow = format!("Alu(20000), {PRODUCER_LOAD}");
+    same_diagnosis(
+        "hazard_war",
+        &[
+            vec![(PRODUCER_LOAD, slow)],
+            vec![overrides("\"tensor.extra_latency\": 0")],
+            vec![overrides("\"tensor.extra_latency\": 3000")],
+        ],
+        &[
+            "warp producer0.w0: TMA load overwrites sA[0] while the wgmma reads of it by consumer0.w0 are not known to be complete (write-after-read",
+            "= in role `producer`: program[1] if.then[0] loop(kb).body[2] tma_load",
+        ],
+    );
+}
+
+#[test]
+fn accumulators_read_early_are_found_after_the_wgmma_completed() {
+    // Work between the commit and the read that outlasts the wgmma: no wait covers it still.
+    let read = "Compute(pipe: Fma, count: 8, acc: \"C\"),";
+    same_diagnosis(
+        "hazard_acc",
+        &[
+            vec![("WgmmaCommit,", "WgmmaCommit, Alu(20000),".to_string())],
+            vec![overrides("\"tensor.extra_latency\": 0")],
+        ],
+        &[
+            "warp consumer0.w0: fma reads accumulators `C` before the wgmma writing them has completed (4 wgmma instruction(s) of the warp pending",
+            "loop(kb).body[4] compute",
+        ],
+    );
+    // The same read after the wait that covers the wgmma is clean.
+    let mut text = std::fs::read_to_string(fixture("hazard_acc")).unwrap();
+    text = text.replacen(read, "WgmmaWait(0),", 1);
+    text = text.replacen(
+        "WgmmaWait(\"min(1, stages - 1)\"),",
+        &format!("{read} WgmmaWait(0),"),
+        1,
+    );
+    let opts = RunOptions::default();
+    let (k, p) = run::load_source("acc_ok.ron", &text, &opts).unwrap();
+    run::simulate("acc_ok.ron", &k, &p, &opts).expect("the covered read is clean");
+}
+
+#[test]
+fn a_tx_count_beyond_the_mbarrier_range() {
+    // Two expect-tx of 2^19 + 1 bytes each before the arrival: 2^20 + 2 pending.
+    let expect = "ExpectTx(bar: \"full[kb % stages]\", bytes: 524289),";
+    let text = diagnosis_with(
+        "hazard_war",
+        &[(
+            "ArriveExpectTx(",
+            &format!("{expect} {expect} ArriveExpectTx("),
+        )],
+    );
+    assert_contains(
+        &text,
+        &[
+            "warp producer0.w0: mbarrier full[0] tx-count 1048578 is outside the range ±(2^20-1)",
+            "loop(kb).body[2] mbarrier.expect_tx",
         ],
     );
 }

@@ -13,20 +13,21 @@ use isa::program::{Inst, Op, Pipe};
 use serde_json::{json, Value};
 
 /// Something that happened in the engine. Slots are engine-wide slot indices
-/// ([`super::names::Names::slot`], `NO_SLOT` for none), CTAs engine-wide CTA indices, `bar`
-/// a flat mbarrier index within the CTA.
+/// ([`super::names::Names::slot`], `NO_SLOT` for none), CTAs engine-wide CTA indices, warps
+/// engine-wide warp indices (a CTA's warps are consecutive, in launch order), `bar` a flat
+/// mbarrier index within the CTA.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Hook {
-    /// A warp issued one HGMMA of a wgmma reading `reads` and writing accumulators `acc`.
+    /// A warp issued one HGMMA of the wgmma at `pc` reading `reads` and writing accumulators
+    /// `acc`.
     WgmmaIssued {
         warp: u32,
+        pc: u32,
         reads: [u32; 2],
         acc: u16,
     },
-    /// A warpgroup's HGMMA went to the tensor pipe (all four warps issued it).
-    HgmmaSubmitted { reads: [u32; 2] },
     /// An HGMMA's results are visible to its warpgroup.
-    HgmmaCompleted { warpgroup: u32, reads: [u32; 2] },
+    HgmmaCompleted { warpgroup: u32 },
     /// A compute instruction that reads wgmma accumulators issued.
     AccumulatorsRead {
         warp: u32,
@@ -34,8 +35,8 @@ pub enum Hook {
         acc: u16,
         pipe: Pipe,
     },
-    /// Warp `warp` issued a TMA load into `slot`.
-    TmaLoadIssued { warp: u32, slot: u32 },
+    /// Warp `warp` issued a TMA load into `slot` whose complete-tx goes to `bar`.
+    TmaLoadIssued { warp: u32, slot: u32, bar: u32 },
     /// A TMA load's box of `bytes` is in shared memory (before its complete-tx on `bar`).
     TmaLoadLanded {
         cta: u32,
@@ -43,7 +44,9 @@ pub enum Hook {
         bar: u32,
         bytes: u64,
     },
-    /// An arrival or complete-tx left mbarrier `bar` with its phase still open.
+    /// Warp `warp` arrives on mbarrier `bar` (before the arrival is counted).
+    MbarrierArrived { warp: u32, bar: u32 },
+    /// An arrival, expect-tx or complete-tx left mbarrier `bar` with its phase still open.
     MbarrierUpdated {
         cta: u32,
         bar: u32,
@@ -52,6 +55,8 @@ pub enum Hook {
     },
     /// Mbarrier `bar` completed a phase.
     PhaseCompleted { cta: u32, bar: u32 },
+    /// Warp `warp`'s wait on mbarrier `bar` for the phase of parity `parity` passed.
+    MbarrierWaitPassed { warp: u32, bar: u32, parity: u32 },
     /// The phase just completed (`PhaseCompleted`) releases warp `warp` of CTA `cta`, which
     /// wakes at cycle `at`.
     MbarrierWaiterReleased { warp: u32, cta: u32, at: u64 },
@@ -64,8 +69,15 @@ pub enum Hook {
     /// Warp `warp`'s `wgmma.wait_group` is released: the group closed by its warpgroup's
     /// `group`-th HGMMA completed.
     WgmmaWaitReleased { warp: u32, group: u64 },
+    /// Warp `warp`'s `wgmma.wait_group(n)` passed.
+    WgmmaWaitPassed { warp: u32, n: u64 },
+    /// Warp `warp` arrives at named barrier `id`, waiting for its release (`bar.sync`) or not
+    /// (`bar.arrive`).
+    NamedBarrierArrived { warp: u32, id: usize, sync: bool },
     /// Named barrier `id` reached its thread count.
     NamedBarrierReleased { cta: u32, id: usize, threads: u32 },
+    /// The last warp of CTA `cta` exited.
+    CtaRetired { cta: u32 },
 }
 
 impl Engine<'_> {
@@ -92,7 +104,7 @@ impl Engine<'_> {
         let now = self.now;
         let sm_of = |e: &Self, cta: u32| e.ctas[cta as usize].sm;
         match hook {
-            Hook::TmaLoadIssued { warp, slot } => {
+            Hook::TmaLoadIssued { warp, slot, .. } => {
                 if let Some(t) = &mut self.tracer {
                     t.tma_issued(warp, slot, now);
                 }
@@ -162,9 +174,13 @@ impl Engine<'_> {
                 }
             }
             Hook::WgmmaIssued { .. }
-            | Hook::HgmmaSubmitted { .. }
             | Hook::AccumulatorsRead { .. }
-            | Hook::MbarrierUpdated { .. } => {}
+            | Hook::MbarrierArrived { .. }
+            | Hook::MbarrierUpdated { .. }
+            | Hook::MbarrierWaitPassed { .. }
+            | Hook::WgmmaWaitPassed { .. }
+            | Hook::NamedBarrierArrived { .. }
+            | Hook::CtaRetired { .. } => {}
         }
     }
 

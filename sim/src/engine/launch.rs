@@ -3,6 +3,7 @@
 //! slot is freed when its last warp exits.
 
 use super::event::Event;
+use super::hooks::Hook;
 use super::state::{Cta, Warp, WarpGroup};
 use super::Engine;
 use crate::gpu::cta_scheduler::least_loaded_sm;
@@ -149,6 +150,7 @@ impl Engine<'_> {
         self.parts[p].check &= !(1 << s);
         self.ctas[cta].live_warps -= 1;
         if self.ctas[cta].live_warps == 0 {
+            self.record(Hook::CtaRetired { cta: cta as u32 });
             self.retired += 1;
             let gap = self.p.sm.cta_launch_gap;
             // The slot stays taken for the launch gap, but only while CTAs wait for one: the

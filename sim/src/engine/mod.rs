@@ -330,11 +330,13 @@ impl<'a> Engine<'a> {
         });
     }
 
-    /// Stops the run with a sanitizer finding about warp `w`'s instruction at `pc` in CTA `cta`.
-    pub(crate) fn hazard_at(&mut self, (w, pc): (u32, u32), cta: u32, finding: Finding) {
+    /// Stops the run with a sanitizer finding about warp `w`'s instruction at `pc` in CTA `cta`,
+    /// or about the earlier instruction the finding blames.
+    pub(crate) fn hazard_at(&mut self, at: (u32, u32), cta: u32, finding: Finding) {
         if self.error.is_some() {
             return;
         }
+        let (w, pc) = finding.culprit().unwrap_or(at);
         let c = &self.ctas[cta as usize];
         let wr = &self.warps[w as usize];
         let role = &self.k.roles[wr.role as usize];

@@ -12,7 +12,22 @@ pub struct Names {
     slots_per_cta: u32,
     /// Per mbarrier array: its name and its first flat index.
     mbarriers: Vec<(String, u32)>,
+    /// Flat mbarriers of one CTA.
+    mbarriers_per_cta: u32,
+    /// Per warp of a CTA (in launch order): its name, `consumer1.w2`.
+    warps: Vec<String>,
     accs: Vec<String>,
+}
+
+/// `consumer1.w2` for each warp of a CTA, in launch order, from the roles as (name, warpgroups).
+fn warp_names<'a>(roles: impl Iterator<Item = (&'a str, u32)>) -> Vec<String> {
+    roles
+        .flat_map(|(name, wgs)| {
+            (0..wgs).flat_map(move |g| {
+                (0..isa::program::WARPS_PER_WARPGROUP).map(move |w| format!("{name}{g}.w{w}"))
+            })
+        })
+        .collect()
 }
 
 impl Names {
@@ -35,13 +50,21 @@ impl Names {
                 .iter()
                 .map(|m| (m.name.clone(), m.first))
                 .collect(),
+            mbarriers_per_cta: k.mbarriers.iter().map(|m| m.count).sum(),
+            warps: warp_names(k.roles.iter().map(|r| (r.name.as_str(), r.warpgroups))),
             accs: k.accs.clone(),
         }
     }
 
     /// A layout from its parts: buffers as (name, slots), mbarrier arrays as (name, count),
-    /// accumulator labels (for tests of observers without a kernel).
-    pub fn from_parts(buffers: &[(&str, u32)], mbarriers: &[(&str, u32)], accs: &[&str]) -> Self {
+    /// roles as (name, warpgroups), accumulator labels (for tests of observers without a
+    /// kernel).
+    pub fn from_parts(
+        buffers: &[(&str, u32)],
+        mbarriers: &[(&str, u32)],
+        roles: &[(&str, u32)],
+        accs: &[&str],
+    ) -> Self {
         let (mut first, mut flat) = (0, 0);
         Names {
             buffers: buffers
@@ -59,6 +82,8 @@ impl Names {
                     (n.to_string(), flat - count)
                 })
                 .collect(),
+            mbarriers_per_cta: mbarriers.iter().map(|m| m.1).sum(),
+            warps: warp_names(roles.iter().copied()),
             accs: accs.iter().map(|s| s.to_string()).collect(),
         }
     }
@@ -91,6 +116,21 @@ impl Names {
         format!("{name}[{}]", flat - first)
     }
 
+    pub fn slots_per_cta(&self) -> u32 {
+        self.slots_per_cta
+    }
+    pub fn mbarriers_per_cta(&self) -> u32 {
+        self.mbarriers_per_cta
+    }
+    pub fn warps_per_cta(&self) -> u32 {
+        self.warps.len() as u32
+    }
+
+    /// `consumer1.w2` for a warp's index within its CTA.
+    pub fn warp(&self, within: u32) -> &str {
+        &self.warps[within as usize]
+    }
+
     pub fn acc(&self, label: u16) -> &str {
         &self.accs[label as usize]
     }
@@ -105,6 +145,7 @@ mod tests {
         let n = Names::from_parts(
             &[("sA", 2), ("sB", 3)],
             &[("full", 2), ("empty", 2)],
+            &[("producer", 1), ("consumer", 2)],
             &["acc"],
         );
         assert_eq!(n.slot(0, 1, 2), 4);
@@ -114,5 +155,8 @@ mod tests {
         assert_eq!(n.mbarrier(0), "full[0]");
         assert_eq!(n.mbarrier(3), "empty[1]");
         assert_eq!(n.acc(0), "acc");
+        assert_eq!((n.mbarriers_per_cta(), n.warps_per_cta()), (4, 12));
+        assert_eq!(n.warp(3), "producer0.w3");
+        assert_eq!(n.warp(9), "consumer1.w1");
     }
 }

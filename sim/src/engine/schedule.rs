@@ -296,12 +296,18 @@ impl Engine<'_> {
                 poll: Poll::Test,
             } => self.issue_poll(w, bar, parity)?,
             Inst::Wait {
-                poll: Poll::Try, ..
+                bar,
+                parity,
+                poll: Poll::Try,
             } => {
-                self.pass_wait(w);
+                self.pass_wait(w, bar, parity)?;
                 true
             }
-            Inst::WgmmaFence | Inst::WgmmaWait { .. } => true,
+            Inst::WgmmaWait { n } => {
+                self.pass_wgmma_wait(w, n)?;
+                true
+            }
+            Inst::WgmmaFence => true,
             Inst::TmaStoreWait { .. } | Inst::CpAsyncWait { .. } => true,
             Inst::WgmmaCommit => {
                 self.issue_wgmma_commit(w);

@@ -1,14 +1,20 @@
 //! The sanitizer: an observer of the engine's events ([`Hook`]) that finds the hazards a real
 //! kernel would turn into wrong answers, without touching timing.
 //!
-//! It keeps, per shared-memory slot, the TMA loads into it still in flight and the submitted
-//! HGMMAs still reading it; per warp and accumulator label, the HGMMA count of the warp's last
-//! wgmma writing it; per warpgroup, the HGMMAs completed. From those alone it reports:
-//! - a wgmma reading a slot whose TMA load has not landed (read before arrival);
-//! - a TMA load into a slot that submitted HGMMAs still read (write after read);
-//! - a compute instruction reading accumulators before the wgmma writing them has completed;
+//! It checks the order the program guarantees, not the order the simulation produced: each
+//! warp carries a clock of what it is known to follow, per mbarrier of its CTA the phases
+//! completed and per warp of its CTA the HGMMAs completed. An arrival adds the warp's clock to
+//! its barrier; a completed phase publishes the join of its arrivals' clocks (and of the
+//! phases before it); a wait that passes joins the clock of the *earliest* phase its parity
+//! can have seen into the waiter's; `bar.sync` joins the clocks of all its arrivals; a passed
+//! `wgmma.wait_group` adds the warp's own HGMMAs it covers. From those it reports:
+//! - a wgmma reading a slot before waiting for the phase its last TMA load completes, or a TMA
+//!   load into a slot that a wgmma read before any load into it (read before arrival);
+//! - a TMA load into a slot while a wgmma read of its previous fill is not known complete
+//!   (write after read);
+//! - a compute instruction reading accumulators before a wait covers the wgmma writing them;
 //! - an mbarrier with all its arrivals in and more transaction bytes than it expected (its
-//!   phase can never complete).
+//!   phase can never complete), or a tx-count outside ±(2^20-1).
 //!
 //! The engine reports each event before it applies the instruction's effects, so a finding
 //! stops the instruction where it stands.
@@ -16,15 +22,33 @@
 use crate::engine::hooks::Hook;
 use crate::engine::names::Names;
 use crate::sm::tensor_core::NO_SLOT;
+use std::collections::VecDeque;
+
+/// The mbarrier tx-count range (PTX ISA, "mbarrier": the tx-count is in -(2^20-1)..=2^20-1).
+pub const TX_COUNT_MAX: i64 = (1 << 20) - 1;
+
+/// Completed phases whose clocks a barrier keeps: a wait needs the earliest phase of its
+/// parity at or after what it knows, which the barrier passed by at most two phases unless the
+/// program lets it run ahead of the waiter.
+const PHASES_KEPT: u64 = 4;
+
+/// Committed groups a warp keeps that no wait has covered yet; one with more outstanding has
+/// its oldest dropped (a wait can then cover them only by a later group).
+const GROUPS_KEPT: usize = 1 << 12;
 
 /// A hazard, in the words the run reports.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Finding {
-    #[error("wgmma reads {slot} while a TMA load into it is still in flight (read before the data arrived: the wait on its full barrier passed for another phase?)")]
-    ReadBeforeArrival { slot: String },
-    #[error("TMA load overwrites {slot} while {readers} wgmma instruction(s) still read it (write-after-read: the slot was released before the wgmma.wait_group that covers its readers)")]
-    WriteAfterRead { slot: String, readers: u32 },
-    #[error("{pipe} reads accumulators `{acc}` before the wgmma writing them has completed ({pending} wgmma instruction(s) of the warpgroup pending; no wgmma.wait_group covers them)")]
+    /// `culprit`: the reading warp and its wgmma's pc, when the finding comes at a later load.
+    #[error("wgmma reads {slot} before waiting for the phase of {mbarrier} that its TMA load completes (read before the data arrived: the wait on its full barrier passed for another phase?)")]
+    ReadBeforeArrival {
+        slot: String,
+        mbarrier: String,
+        culprit: Option<(u32, u32)>,
+    },
+    #[error("TMA load overwrites {slot} while the wgmma reads of it by {warp} are not known to be complete (write-after-read: the slot was released before the wgmma.wait_group that covers its readers)")]
+    WriteAfterRead { slot: String, warp: String },
+    #[error("{pipe} reads accumulators `{acc}` before the wgmma writing them has completed ({pending} wgmma instruction(s) of the warp pending; no wgmma.wait_group covers them)")]
     AccumulatorsInFlight {
         pipe: &'static str,
         acc: String,
@@ -32,31 +56,98 @@ pub enum Finding {
     },
     #[error("mbarrier {mbarrier} received {bytes} transaction bytes beyond its expect-tx count (its phase can never complete)")]
     ExcessTx { mbarrier: String, bytes: i64 },
+    #[error("mbarrier {mbarrier} tx-count {count} is outside the range ±(2^20-1) (expect-tx or complete-tx beyond what one phase can count)")]
+    TxCountRange { mbarrier: String, count: i64 },
 }
 
-#[derive(Clone, Copy, Debug, Default)]
-struct Slot {
-    /// TMA loads into the slot not yet complete.
-    loads: u32,
-    /// Submitted HGMMAs reading the slot not yet complete.
-    readers: u32,
+impl Finding {
+    /// The (warp, pc) at fault when it is not the instruction that reported the event.
+    pub fn culprit(&self) -> Option<(u32, u32)> {
+        match *self {
+            Finding::ReadBeforeArrival { culprit, .. } => culprit,
+            _ => None,
+        }
+    }
 }
 
-#[derive(Clone, Debug, Default)]
-struct Warp {
+/// Per flat mbarrier of a CTA the phases completed, then per warp of the CTA the HGMMAs
+/// completed, that something is known to follow.
+type Clock = Vec<u64>;
+
+fn join(into: &mut [u64], from: &[u64]) {
+    for (a, &b) in into.iter_mut().zip(from) {
+        *a = (*a).max(b);
+    }
+}
+
+#[derive(Clone, Debug)]
+struct WarpState {
+    clock: Clock,
     hgmmas: u64,
     /// Per accumulator label, the HGMMA count that closes the last wgmma writing it.
     acc_last: Vec<u64>,
+    /// The HGMMA counts closing the warp's committed groups that no wait has covered yet.
+    groups: VecDeque<u64>,
 }
 
-/// The sanitizer's state over a whole run; it grows as CTAs and warps appear in the events.
+#[derive(Clone, Debug)]
+struct Bar {
+    completed: u64,
+    /// The join of the clocks of all arrivals so far.
+    open: Clock,
+    /// `open` as each of the last `PHASES_KEPT` phases completed, at its count % PHASES_KEPT.
+    done: Vec<Clock>,
+}
+
+/// The last TMA load into a slot: its barrier, and the phase its complete-tx went to once it
+/// landed.
+#[derive(Clone, Copy, Debug)]
+struct Fill {
+    bar: u32,
+    phase: Option<u64>,
+}
+
+/// A warp's last wgmma read of a slot since its last fill: the HGMMA count and the pc.
+#[derive(Clone, Copy, Debug, Default)]
+struct Read {
+    hgmma: u64,
+    pc: u32,
+}
+
+#[derive(Clone, Debug, Default)]
+struct SlotState {
+    fill: Option<Fill>,
+    /// TMA loads into the slot in flight.
+    loading: u32,
+    /// Per warp of the CTA (grown as they read).
+    readers: Vec<Read>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Named {
+    /// The join of the clocks of this round's arrivals, and the warps waiting for its release.
+    clock: Clock,
+    syncing: Vec<u32>,
+}
+
+#[derive(Clone, Debug)]
+struct CtaState {
+    warps: Vec<WarpState>,
+    bars: Vec<Bar>,
+    slots: Vec<SlotState>,
+    named: Vec<Named>,
+}
+
+/// The sanitizer's state over a whole run: per resident CTA, created at its first event and
+/// dropped when it retires.
 #[derive(Clone, Debug)]
 pub struct Sanitizer {
     names: Names,
-    slots: Vec<Slot>,
-    warps: Vec<Warp>,
-    /// Completed HGMMAs per warpgroup.
-    completed: Vec<u64>,
+    /// Flat mbarriers, warps and slots per CTA.
+    nb: u32,
+    nw: u32,
+    ns: u32,
+    ctas: Vec<Option<Box<CtaState>>>,
 }
 
 fn grown<T: Default + Clone>(v: &mut Vec<T>, i: u32) -> &mut T {
@@ -69,72 +160,155 @@ fn grown<T: Default + Clone>(v: &mut Vec<T>, i: u32) -> &mut T {
 impl Sanitizer {
     pub fn new(names: Names) -> Self {
         Sanitizer {
+            nb: names.mbarriers_per_cta(),
+            nw: names.warps_per_cta(),
+            ns: names.slots_per_cta(),
             names,
-            slots: Vec::new(),
-            warps: Vec::new(),
-            completed: Vec::new(),
+            ctas: Vec::new(),
         }
+    }
+
+    fn cta(&mut self, cta: u32) -> &mut CtaState {
+        let (nb, nw, ns) = (self.nb as usize, self.nw as usize, self.ns as usize);
+        grown(&mut self.ctas, cta).get_or_insert_with(|| {
+            let clock = vec![0; nb + nw];
+            Box::new(CtaState {
+                warps: vec![
+                    WarpState {
+                        clock: clock.clone(),
+                        hgmmas: 0,
+                        acc_last: Vec::new(),
+                        groups: VecDeque::new(),
+                    };
+                    nw
+                ],
+                bars: vec![
+                    Bar {
+                        completed: 0,
+                        open: clock.clone(),
+                        done: vec![clock.clone(); PHASES_KEPT as usize],
+                    };
+                    nb
+                ],
+                slots: vec![SlotState::default(); ns],
+                named: Vec::new(),
+            })
+        })
+    }
+
+    /// A warp's CTA and its index within it.
+    fn warp(&self, warp: u32) -> (u32, u32) {
+        (warp / self.nw, warp % self.nw)
     }
 
     /// Observes one engine event; a hazard is returned before the event's state is recorded.
     pub fn observe(&mut self, hook: &Hook) -> Result<(), Finding> {
+        let nb = self.nb as usize;
         match *hook {
-            Hook::WgmmaIssued { warp, reads, acc } => {
+            Hook::WgmmaIssued {
+                warp,
+                pc,
+                reads,
+                acc,
+            } => {
+                let (ci, wl) = self.warp(warp);
+                let ns = self.ns;
+                let c = self.cta(ci);
+                let known = &c.warps[wl as usize].clock;
                 for s in reads.into_iter().filter(|&s| s != NO_SLOT) {
-                    if grown(&mut self.slots, s).loads > 0 {
-                        return Err(Finding::ReadBeforeArrival {
-                            slot: self.names.slot_name(s),
-                        });
+                    if let Some(f) = c.slots[(s % ns) as usize].fill {
+                        if f.phase.is_none_or(|p| known[f.bar as usize] <= p) {
+                            return Err(Finding::ReadBeforeArrival {
+                                slot: self.names.slot_name(s),
+                                mbarrier: self.names.mbarrier(f.bar),
+                                culprit: None,
+                            });
+                        }
                     }
                 }
-                let w = grown(&mut self.warps, warp);
+                let w = &mut c.warps[wl as usize];
                 w.hgmmas += 1;
-                *grown(&mut w.acc_last, acc as u32) = w.hgmmas;
-            }
-            Hook::HgmmaSubmitted { reads } => {
+                let hgmma = w.hgmmas;
+                *grown(&mut w.acc_last, acc as u32) = hgmma;
                 for s in reads.into_iter().filter(|&s| s != NO_SLOT) {
-                    grown(&mut self.slots, s).readers += 1;
+                    let slot = &mut c.slots[(s % ns) as usize];
+                    *grown(&mut slot.readers, wl) = Read { hgmma, pc };
                 }
-            }
-            Hook::HgmmaCompleted { warpgroup, reads } => {
-                for s in reads.into_iter().filter(|&s| s != NO_SLOT) {
-                    grown(&mut self.slots, s).readers -= 1;
-                }
-                *grown(&mut self.completed, warpgroup) += 1;
             }
             Hook::AccumulatorsRead {
-                warp,
-                warpgroup,
-                acc,
-                pipe,
+                warp, acc, pipe, ..
             } => {
-                let done = *grown(&mut self.completed, warpgroup);
-                let w = grown(&mut self.warps, warp);
+                let (ci, wl) = self.warp(warp);
+                let w = &mut self.cta(ci).warps[wl as usize];
+                let done = w.clock[nb + wl as usize];
                 if *grown(&mut w.acc_last, acc as u32) > done {
+                    let pending = w.hgmmas - done;
                     return Err(Finding::AccumulatorsInFlight {
                         pipe: pipe.name(),
                         acc: self.names.acc(acc).to_string(),
-                        pending: w.hgmmas - done,
+                        pending,
                     });
                 }
             }
-            Hook::TmaLoadIssued { slot, .. } => {
-                let s = grown(&mut self.slots, slot);
-                if s.readers > 0 {
-                    return Err(Finding::WriteAfterRead {
-                        slot: self.names.slot_name(slot),
-                        readers: s.readers,
+            Hook::TmaLoadIssued { warp, slot, bar } => {
+                let (ci, wl) = self.warp(warp);
+                let (nw, ns) = (self.nw, self.ns);
+                let c = self.cta(ci);
+                let known = &c.warps[wl as usize].clock;
+                let s = &mut c.slots[(slot % ns) as usize];
+                let fill = s.fill;
+                let unordered = s
+                    .readers
+                    .iter()
+                    .enumerate()
+                    .find(|(r, read)| read.hgmma > known[nb + r])
+                    .map(|(r, &read)| (r, read));
+                if let Some((r, read)) = unordered {
+                    return Err(match fill {
+                        Some(_) => Finding::WriteAfterRead {
+                            slot: self.names.slot_name(slot),
+                            warp: self.names.warp(r as u32).to_string(),
+                        },
+                        // A read before the slot's first load reads what this load brings.
+                        None => Finding::ReadBeforeArrival {
+                            slot: self.names.slot_name(slot),
+                            mbarrier: self.names.mbarrier(bar),
+                            culprit: Some((ci * nw + r as u32, read.pc)),
+                        },
                     });
                 }
-                s.loads += 1;
+                s.fill = Some(Fill { bar, phase: None });
+                s.loading += 1;
+                s.readers.clear();
             }
-            Hook::TmaLoadLanded { slot, .. } => grown(&mut self.slots, slot).loads -= 1,
+            Hook::TmaLoadLanded { cta, slot, .. } => {
+                let ns = self.ns;
+                let c = self.cta(cta);
+                let s = &mut c.slots[(slot % ns) as usize];
+                s.loading -= 1;
+                // With two loads in flight the fill's phase is the later landing's, which no
+                // earlier wait can have seen.
+                if let (Some(f), 0) = (&mut s.fill, s.loading) {
+                    f.phase = Some(c.bars[f.bar as usize].completed);
+                }
+            }
+            Hook::MbarrierArrived { warp, bar } => {
+                let (ci, wl) = self.warp(warp);
+                let c = self.cta(ci);
+                join(&mut c.bars[bar as usize].open, &c.warps[wl as usize].clock);
+            }
             Hook::MbarrierUpdated {
                 bar,
                 pending_arrivals,
                 pending_tx,
                 ..
             } => {
+                if pending_tx.abs() > TX_COUNT_MAX {
+                    return Err(Finding::TxCountRange {
+                        mbarrier: self.names.mbarrier(bar),
+                        count: pending_tx,
+                    });
+                }
                 if pending_arrivals == 0 && pending_tx < 0 {
                     return Err(Finding::ExcessTx {
                         mbarrier: self.names.mbarrier(bar),
@@ -142,10 +316,74 @@ impl Sanitizer {
                     });
                 }
             }
-            Hook::PhaseCompleted { .. }
+            Hook::PhaseCompleted { cta, bar } => {
+                let b = &mut self.cta(cta).bars[bar as usize];
+                b.completed += 1;
+                b.open[bar as usize] = b.completed;
+                let at = (b.completed % PHASES_KEPT) as usize;
+                b.done[at].copy_from_slice(&b.open);
+            }
+            Hook::MbarrierWaitPassed { warp, bar, parity } => {
+                let (ci, wl) = self.warp(warp);
+                let c = self.cta(ci);
+                let clock = &mut c.warps[wl as usize].clock;
+                let known = clock[bar as usize];
+                // The earliest phase count at or after what the warp knows whose parity lets
+                // the wait pass (a count whose last completed phase has parity `parity`).
+                let seen = known + u64::from(known % 2 == u64::from(parity & 1));
+                if seen > known {
+                    let b = &c.bars[bar as usize];
+                    // Older than the kept phases: the oldest kept, which knows more than the
+                    // wait guarantees.
+                    let seen = seen.max((b.completed + 1).saturating_sub(PHASES_KEPT));
+                    join(clock, &b.done[(seen % PHASES_KEPT) as usize]);
+                }
+            }
+            Hook::WgmmaCommitted { warp, group, .. } => {
+                let (ci, wl) = self.warp(warp);
+                let groups = &mut self.cta(ci).warps[wl as usize].groups;
+                if groups.len() == GROUPS_KEPT {
+                    groups.pop_front();
+                }
+                groups.push_back(group);
+            }
+            Hook::WgmmaWaitPassed { warp, n } => {
+                let (ci, wl) = self.warp(warp);
+                let w = &mut self.cta(ci).warps[wl as usize];
+                // All but the `n` latest committed groups are complete.
+                let covered = (w.groups.len() as u64).saturating_sub(n) as usize;
+                if let Some(end) = w.groups.drain(..covered).next_back() {
+                    let done = &mut w.clock[nb + wl as usize];
+                    *done = (*done).max(end);
+                }
+            }
+            Hook::NamedBarrierArrived { warp, id, sync } => {
+                let (ci, wl) = self.warp(warp);
+                let width = (self.nb + self.nw) as usize;
+                let c = self.cta(ci);
+                let named = grown(&mut c.named, id as u32);
+                named.clock.resize(width, 0);
+                join(&mut named.clock, &c.warps[wl as usize].clock);
+                if sync {
+                    named.syncing.push(wl);
+                }
+            }
+            Hook::NamedBarrierReleased { cta, id, .. } => {
+                let c = self.cta(cta);
+                let named = grown(&mut c.named, id as u32);
+                for &w in &named.syncing {
+                    join(&mut c.warps[w as usize].clock, &named.clock);
+                }
+                named.syncing.clear();
+                named.clock.iter_mut().for_each(|t| *t = 0);
+            }
+            Hook::CtaRetired { cta } => {
+                if let Some(c) = self.ctas.get_mut(cta as usize) {
+                    *c = None;
+                }
+            }
+            Hook::HgmmaCompleted { .. }
             | Hook::MbarrierWaiterReleased { .. }
-            | Hook::NamedBarrierReleased { .. }
-            | Hook::WgmmaCommitted { .. }
             | Hook::WgmmaWaitReleased { .. } => {}
         }
         Ok(())
@@ -157,11 +395,13 @@ mod tests {
     use super::*;
     use isa::program::Pipe;
 
+    /// Per CTA: sA[0..2], sB[0..2]; full[0..2], empty[0..2]; producer0.w0..w3 (warps 0..4),
+    /// consumer0.w0..w3 (warps 4..8).
     fn sanitizer() -> Sanitizer {
-        // Two CTAs' worth of slots: sA[0..2], sB[0..2] per CTA.
         Sanitizer::new(Names::from_parts(
             &[("sA", 2), ("sB", 2)],
             &[("full", 2), ("empty", 2)],
+            &[("producer", 1), ("consumer", 1)],
             &["acc", "o"],
         ))
     }
@@ -172,136 +412,202 @@ mod tests {
 
     const A0: u32 = 0;
     const B0: u32 = 2;
+    const FULL0: u32 = 0;
+    const EMPTY0: u32 = 2;
+    const PRODUCER: u32 = 0;
+    const CONSUMER: u32 = 4;
+
+    fn load(slot: u32) -> [Hook; 3] {
+        [
+            Hook::MbarrierArrived {
+                warp: PRODUCER,
+                bar: FULL0,
+            },
+            Hook::TmaLoadIssued {
+                warp: PRODUCER,
+                slot,
+                bar: FULL0,
+            },
+            Hook::TmaLoadLanded {
+                cta: 0,
+                slot,
+                bar: FULL0,
+                bytes: 4096,
+            },
+        ]
+    }
+
+    fn phase(bar: u32) -> Hook {
+        Hook::PhaseCompleted { cta: 0, bar }
+    }
+
+    fn wait(warp: u32, bar: u32, parity: u32) -> Hook {
+        Hook::MbarrierWaitPassed { warp, bar, parity }
+    }
+
+    fn wgmma(warp: u32, reads: [u32; 2]) -> Hook {
+        Hook::WgmmaIssued {
+            warp,
+            pc: 7,
+            reads,
+            acc: 0,
+        }
+    }
 
     #[test]
-    fn a_wgmma_on_a_slot_still_loading_is_read_before_arrival() {
+    fn a_read_needs_a_wait_on_the_phase_its_load_completes_landed_or_not() {
         let mut s = sanitizer();
-        let err = run(
-            &mut s,
-            &[
-                Hook::TmaLoadIssued { warp: 0, slot: B0 },
-                Hook::WgmmaIssued {
-                    warp: 0,
-                    reads: [NO_SLOT, B0],
-                    acc: 0,
-                },
-            ],
-        );
+        let raw = Err(Finding::ReadBeforeArrival {
+            slot: "sB[0]".into(),
+            mbarrier: "full[0]".into(),
+            culprit: None,
+        });
+        // In flight, and landed with its phase complete but not waited for: the same finding.
+        assert_eq!(run(&mut s, &load(B0)[..2]), Ok(()));
+        assert_eq!(s.observe(&wgmma(CONSUMER, [NO_SLOT, B0])), raw);
+        assert_eq!(run(&mut s, &[load(B0)[2], phase(FULL0)]), Ok(()));
+        assert_eq!(s.observe(&wgmma(CONSUMER, [NO_SLOT, B0])), raw);
+        // A fresh barrier passes parity 1 at once and orders nothing; parity 0 sees the fill.
+        assert_eq!(s.observe(&wait(CONSUMER, FULL0, 1)), Ok(()));
+        assert_eq!(s.observe(&wgmma(CONSUMER, [NO_SLOT, B0])), raw);
+        let read = [wait(CONSUMER, FULL0, 0), wgmma(CONSUMER, [NO_SLOT, B0])];
+        assert_eq!(run(&mut s, &read), Ok(()));
+    }
+
+    #[test]
+    fn a_read_before_the_first_load_is_blamed_on_the_reader() {
+        let mut s = sanitizer();
+        assert_eq!(s.observe(&wgmma(CONSUMER + 8, [4 + A0, NO_SLOT])), Ok(()));
+        let err = s.observe(&Hook::TmaLoadIssued {
+            warp: PRODUCER + 8,
+            slot: 4 + A0,
+            bar: FULL0,
+        });
         assert_eq!(
             err,
             Err(Finding::ReadBeforeArrival {
-                slot: "sB[0]".into()
-            })
-        );
-    }
-
-    #[test]
-    fn the_load_landing_first_makes_the_read_clean() {
-        let mut s = sanitizer();
-        let hooks = [
-            Hook::TmaLoadIssued { warp: 0, slot: B0 },
-            Hook::TmaLoadLanded {
-                cta: 0,
-                slot: B0,
-                bar: 0,
-                bytes: 4096,
-            },
-            Hook::WgmmaIssued {
-                warp: 0,
-                reads: [A0, B0],
-                acc: 0,
-            },
-        ];
-        assert_eq!(run(&mut s, &hooks), Ok(()));
-    }
-
-    #[test]
-    fn refilling_a_slot_before_its_readers_complete_is_write_after_read() {
-        let mut s = sanitizer();
-        let reads = [A0, B0];
-        let mut hooks = vec![
-            Hook::HgmmaSubmitted { reads },
-            Hook::HgmmaSubmitted { reads },
-        ];
-        assert_eq!(run(&mut s, &hooks), Ok(()));
-        assert_eq!(
-            s.observe(&Hook::TmaLoadIssued { warp: 0, slot: A0 }),
-            Err(Finding::WriteAfterRead {
                 slot: "sA[0]".into(),
-                readers: 2
+                mbarrier: "full[0]".into(),
+                culprit: Some((CONSUMER + 8, 7)),
             })
         );
-        // Once both HGMMAs complete, the same load is clean; a slot of the second CTA is
-        // named within its own CTA.
-        hooks = vec![
-            Hook::HgmmaCompleted {
-                warpgroup: 0,
-                reads,
+        assert_eq!(err.unwrap_err().culprit(), Some((12, 7)));
+    }
+
+    /// The consumer reads sA[0]'s first fill, releases it on empty[0] (after `covered`), the
+    /// producer waits for that phase and refills it.
+    fn refill(covered: &[Hook]) -> Result<(), Finding> {
+        let mut s = sanitizer();
+        let mut hooks = load(A0).to_vec();
+        hooks.extend([
+            phase(FULL0),
+            wait(CONSUMER, FULL0, 0),
+            wgmma(CONSUMER, [A0, B0]),
+        ]);
+        hooks.extend_from_slice(covered);
+        hooks.extend([
+            Hook::MbarrierArrived {
+                warp: CONSUMER,
+                bar: EMPTY0,
             },
-            Hook::HgmmaCompleted {
-                warpgroup: 0,
-                reads,
+            phase(EMPTY0),
+            wait(PRODUCER, EMPTY0, 0),
+            Hook::TmaLoadIssued {
+                warp: PRODUCER,
+                slot: A0,
+                bar: FULL0,
             },
-            Hook::TmaLoadIssued { warp: 0, slot: A0 },
-            Hook::HgmmaSubmitted {
-                reads: [NO_SLOT, 7],
-            },
-        ];
-        assert_eq!(run(&mut s, &hooks), Ok(()));
-        assert_eq!(
-            s.observe(&Hook::TmaLoadIssued { warp: 0, slot: 7 }),
-            Err(Finding::WriteAfterRead {
-                slot: "sB[1]".into(),
-                readers: 1
-            })
-        );
+        ]);
+        run(&mut s, &hooks)
     }
 
     #[test]
-    fn accumulators_are_in_flight_until_their_warpgroup_completes_the_wgmma() {
+    fn a_refill_needs_the_readers_wait_group_before_their_release() {
+        let commit = Hook::WgmmaCommitted {
+            warp: CONSUMER,
+            warpgroup: 1,
+            group: 1,
+        };
+        let waited = |n| Hook::WgmmaWaitPassed { warp: CONSUMER, n };
+        let war = Err(Finding::WriteAfterRead {
+            slot: "sA[0]".into(),
+            warp: "consumer0.w0".into(),
+        });
+        assert_eq!(refill(&[]), war);
+        // wait_group(1) leaves the one group pending; wait_group(0) covers it.
+        assert_eq!(refill(&[commit, waited(1)]), war);
+        assert_eq!(refill(&[commit, waited(0)]), Ok(()));
+    }
+
+    #[test]
+    fn accumulators_need_a_wait_group_covering_the_wgmma_writing_them() {
         let mut s = sanitizer();
         let issue = |acc| Hook::WgmmaIssued {
             warp: 3,
+            pc: 0,
             reads: [NO_SLOT, NO_SLOT],
             acc,
+        };
+        let commit = |group| Hook::WgmmaCommitted {
+            warp: 3,
+            warpgroup: 0,
+            group,
         };
         let read = |acc| Hook::AccumulatorsRead {
             warp: 3,
-            warpgroup: 1,
+            warpgroup: 0,
             acc,
             pipe: Pipe::Fma,
         };
-        let done = Hook::HgmmaCompleted {
-            warpgroup: 1,
-            reads: [NO_SLOT, NO_SLOT],
-        };
-        // Two HGMMAs into `acc`, then one into `o`. After one completion the second HGMMA
-        // still writes `acc`: 2 of the warpgroup's 3 are pending.
-        assert_eq!(run(&mut s, &[issue(0), issue(0), issue(1), done]), Ok(()));
+        let waited = |n| Hook::WgmmaWaitPassed { warp: 3, n };
+        // Two HGMMAs into `acc` (group 1), one into `o` (group 2); wait_group(1) covers group 1.
+        let hooks = [
+            issue(0),
+            issue(0),
+            commit(2),
+            issue(1),
+            commit(3),
+            waited(1),
+        ];
+        assert_eq!(run(&mut s, &hooks), Ok(()));
+        assert_eq!(s.observe(&read(0)), Ok(()));
         assert_eq!(
-            s.observe(&read(0)),
+            s.observe(&read(1)),
             Err(Finding::AccumulatorsInFlight {
                 pipe: "fma",
-                acc: "acc".into(),
-                pending: 2
+                acc: "o".into(),
+                pending: 1
             })
         );
-        assert_eq!(run(&mut s, &[done]), Ok(()));
-        assert_eq!(s.observe(&read(0)), Ok(()));
-        assert!(s.observe(&read(1)).is_err());
-        assert_eq!(run(&mut s, &[done, read(1)]), Ok(()));
-        // Another warp's accumulators are its own.
-        let other = Hook::AccumulatorsRead {
-            warp: 4,
-            warpgroup: 1,
-            acc: 0,
-            pipe: Pipe::Mufu,
-        };
-        assert_eq!(s.observe(&other), Ok(()));
+        assert_eq!(run(&mut s, &[waited(0), read(1)]), Ok(()));
     }
 
     #[test]
-    fn bytes_beyond_expect_tx_with_every_arrival_in_are_excess() {
+    fn bar_sync_passes_what_one_warp_waited_for_to_the_others() {
+        let mut s = sanitizer();
+        let arrive = |warp| Hook::NamedBarrierArrived {
+            warp,
+            id: 1,
+            sync: true,
+        };
+        let released = Hook::NamedBarrierReleased {
+            cta: 0,
+            id: 1,
+            threads: 64,
+        };
+        let mut hooks = load(A0).to_vec();
+        hooks.extend([phase(FULL0), wait(CONSUMER, FULL0, 0)]);
+        hooks.extend([arrive(CONSUMER), arrive(CONSUMER + 1), released]);
+        hooks.push(wgmma(CONSUMER + 1, [A0, NO_SLOT]));
+        assert_eq!(run(&mut s, &hooks), Ok(()));
+        // The next round starts empty: what the barrier carried is not carried again.
+        let again = [arrive(CONSUMER + 2), arrive(CONSUMER + 3), released];
+        assert_eq!(run(&mut s, &again), Ok(()));
+        assert!(s.observe(&wgmma(CONSUMER + 2, [A0, NO_SLOT])).is_err());
+    }
+
+    #[test]
+    fn excess_bytes_and_tx_counts_out_of_range() {
         let mut s = sanitizer();
         let update = |pending_arrivals, pending_tx| Hook::MbarrierUpdated {
             cta: 0,
@@ -318,13 +624,28 @@ mod tests {
                 bytes: 128
             })
         );
+        assert_eq!(s.observe(&update(1, TX_COUNT_MAX)), Ok(()));
+        for count in [TX_COUNT_MAX + 1, -TX_COUNT_MAX - 1] {
+            assert_eq!(
+                s.observe(&update(1, count)),
+                Err(Finding::TxCountRange {
+                    mbarrier: "empty[1]".into(),
+                    count
+                })
+            );
+        }
         assert_eq!(
-            Finding::ExcessTx {
-                mbarrier: "empty[1]".into(),
-                bytes: 128
-            }
-            .to_string(),
-            "mbarrier empty[1] received 128 transaction bytes beyond its expect-tx count (its phase can never complete)"
+            s.observe(&update(1, 1 << 20)).unwrap_err().to_string(),
+            "mbarrier empty[1] tx-count 1048576 is outside the range ±(2^20-1) (expect-tx or complete-tx beyond what one phase can count)"
         );
+    }
+
+    #[test]
+    fn a_retired_cta_is_forgotten() {
+        let mut s = sanitizer();
+        assert_eq!(run(&mut s, &load(A0)[..2]), Ok(()));
+        assert!(s.ctas[0].is_some());
+        assert_eq!(s.observe(&Hook::CtaRetired { cta: 0 }), Ok(()));
+        assert!(s.ctas[0].is_none());
     }
 }

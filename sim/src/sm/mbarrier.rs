@@ -170,7 +170,8 @@ impl Engine<'_> {
     /// A `try_wait` loop issues with its phase complete: one that found it complete at once
     /// still takes `barriers.wait_pass_cycles` to return, `tma.wait_after_issue_cycles` more
     /// right after the warp issued a TMA load; one that was woken has paid its wake.
-    pub(crate) fn pass_wait(&mut self, w: u32) {
+    pub(crate) fn pass_wait(&mut self, w: u32, bar: &BarRef, parity: &Code) -> Result<(), Fault> {
+        self.waited(w, bar, parity)?;
         let warp = &mut self.warps[w as usize];
         let after_tma = std::mem::take(&mut warp.after_tma_issue);
         if !std::mem::take(&mut warp.wait_blocked) {
@@ -181,6 +182,19 @@ impl Engine<'_> {
             };
             self.hold_for(w, self.p.barriers.wait_pass_cycles + extra);
         }
+        Ok(())
+    }
+
+    /// A wait passed: the observers learn the barrier and the parity it waited for.
+    fn waited(&mut self, w: u32, bar: &BarRef, parity: &Code) -> Result<(), Fault> {
+        let b = self.bar_index(w, bar)?;
+        let parity = self.eval(w, parity)? as u32;
+        self.record(Hook::MbarrierWaitPassed {
+            warp: w,
+            bar: b,
+            parity,
+        });
+        Ok(())
     }
 
     /// The warp's next instruction waits `cycles` in its mbarrier wait.
@@ -215,6 +229,7 @@ impl Engine<'_> {
         parity: &Code,
     ) -> Result<bool, Fault> {
         if self.poll(w, bar, parity)? == PollStep::Passes {
+            self.waited(w, bar, parity)?;
             let warp = &mut self.warps[w as usize];
             warp.after_tma_issue = false;
             // The loop's first poll passed: the poll's own round trip (a later pass has paid
@@ -293,13 +308,12 @@ impl Engine<'_> {
     fn expect_tx(&mut self, w: u32, bar: u32, bytes: &Code) -> Result<(), Fault> {
         let bytes = self.tx_bytes(w, bytes)?;
         let cta = self.warps[w as usize].cta;
-        if self.ctas[cta as usize].mbars[bar as usize].expect_tx(bytes) {
-            self.phase_completed(cta, bar);
-        }
-        Ok(())
+        let completed = self.ctas[cta as usize].mbars[bar as usize].expect_tx(bytes);
+        Ok(self.settle(cta, bar, completed)?)
     }
 
     fn arrive(&mut self, w: u32, bar: u32, count: u32) -> Result<(), Fault> {
+        self.record(Hook::MbarrierArrived { warp: w, bar });
         let warp = &mut self.warps[w as usize];
         warp.after_tma_issue = false;
         let cta = warp.cta;
@@ -317,8 +331,8 @@ impl Engine<'_> {
         self.settle(cta, bar, completed)
     }
 
-    /// After an arrival or a complete-tx: the phase completed, or the observers see the
-    /// barrier still open.
+    /// After an arrival, an expect-tx or a complete-tx: the phase completed, or the observers
+    /// see the barrier still open.
     fn settle(&mut self, cta: u32, bar: u32, completed: bool) -> Result<(), Finding> {
         if completed {
             self.phase_completed(cta, bar);

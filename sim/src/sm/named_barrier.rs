@@ -82,6 +82,11 @@ impl Engine<'_> {
         }
         let id = v as usize;
         let cta = self.warps[w as usize].cta;
+        self.record(Hook::NamedBarrierArrived {
+            warp: w,
+            id,
+            sync: wait,
+        });
         let released = self.ctas[cta as usize].named[id]
             .arrive(threads, wait.then_some(w))
             .map_err(|error| Fault::NamedBarrier { id, error })?;

@@ -33,9 +33,6 @@ pub struct Hgmma {
     pub n: u32,
     /// A comes from shared memory (SS form).
     pub a_smem: bool,
-    /// The shared-memory slots it reads (engine-wide slot indices; `NO_SLOT` for none), so the
-    /// sanitizer knows what it still reads until it completes.
-    pub reads: [u32; 2],
 }
 
 /// No slot (an RS-form HGMMA reads no A slot).
@@ -227,6 +224,7 @@ impl Engine<'_> {
         ];
         self.emit(Hook::WgmmaIssued {
             warp: w,
+            pc: self.warps[w as usize].pc,
             reads,
             acc: op.acc,
         })?;
@@ -250,12 +248,10 @@ impl Engine<'_> {
         // The HGMMA starts once all four warps of the warpgroup have issued it.
         while self.wgs[wg].submitted < ready {
             self.wgs[wg].submitted += 1;
-            self.record(Hook::HgmmaSubmitted { reads });
             self.sms[sm as usize].tensor.submit(Hgmma {
                 warpgroup: wg as u32,
                 n: op.n,
                 a_smem: op.a.is_some(),
-                reads,
             });
         }
         if self.sms[sm as usize].tensor.is_idle() {
@@ -274,6 +270,14 @@ impl Engine<'_> {
             warpgroup,
             group,
         });
+    }
+
+    /// `wgmma.wait_group(n)` passes: the observers learn how many of the warp's latest groups
+    /// it leaves pending.
+    pub(crate) fn pass_wgmma_wait(&mut self, w: u32, n: &Code) -> Result<(), Fault> {
+        let n = self.eval(w, n)?.max(0) as u64;
+        self.record(Hook::WgmmaWaitPassed { warp: w, n });
+        Ok(())
     }
 
     /// Starts the SM's next queued HGMMA if its tensor pipe is idle.
@@ -315,7 +319,6 @@ impl Engine<'_> {
     pub(crate) fn on_hgmma_complete(&mut self, h: Hgmma) {
         self.record(Hook::HgmmaCompleted {
             warpgroup: h.warpgroup,
-            reads: h.reads,
         });
         let g = &mut self.wgs[h.warpgroup as usize];
         g.completed += 1;
@@ -355,7 +358,6 @@ mod tests {
             warpgroup: 0,
             n,
             a_smem,
-            reads: [NO_SLOT; 2],
         }
     }
 

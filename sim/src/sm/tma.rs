@@ -120,7 +120,11 @@ impl Engine<'_> {
         let spans = self.tma_spans(w, &op)?;
         let (sm, cta) = (self.warps[w as usize].sm, self.warps[w as usize].cta);
         let slot = self.slot_index(w, op.slot)?;
-        self.emit(Hook::TmaLoadIssued { warp: w, slot })?;
+        self.emit(Hook::TmaLoadIssued {
+            warp: w,
+            slot,
+            bar: b,
+        })?;
         self.warps[w as usize].after_tma_issue = true;
         let (start, issued) = self.sms[sm as usize]
             .tma_issue

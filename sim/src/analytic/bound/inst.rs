@@ -8,7 +8,7 @@ use super::lines::Touch;
 use super::walk::{Walk, WarpWalk};
 use crate::sm::pipes::pipe_index;
 use crate::sm::pipes::MAX_MACRO_COUNT;
-use crate::sm::tensor_core::{Hgmma, NO_SLOT};
+use crate::sm::tensor_core::Hgmma;
 use crate::{memory::coalesce, sm::smem, sm::tma};
 use isa::expr::Code;
 use isa::program::{lane_addresses, Inst, Pipe, SlotRef};
@@ -52,7 +52,6 @@ impl Walk<'_> {
                     warpgroup: 0,
                     n: *n,
                     a_smem: a.is_some(),
-                    reads: [NO_SLOT; 2],
                 };
                 let ks = *ksteps as u64;
                 w.hgmma.0 += ks * h.pipe_cycles(p.tensor.flops_per_cycle, p.tensor.rs_min_cycles);
