@@ -117,32 +117,19 @@ pub fn compare(baseline: (&str, &Value), current: (&str, &Value)) -> Diff {
         100.0 * num(&a["l2"]["hit_rate"]),
         100.0 * num(&b["l2"]["hit_rate"]),
     );
-    for (field, name) in [("bytes", "l2 bytes"), ("bandwidth_gbs", "l2 GB/s")] {
-        let unit = if field == "bytes" { "B" } else { "GB/s" };
-        add(
-            "memory",
-            name,
-            unit,
-            num(&a["l2"][field]),
-            num(&b["l2"][field]),
-        );
-    }
-    for (field, name) in [
-        ("read_bytes", "dram read bytes"),
-        ("write_bytes", "dram write bytes"),
-        ("bandwidth_gbs", "dram GB/s"),
+    for (part, field, name, unit) in [
+        ("l2", "bytes", "l2 bytes", "B"),
+        ("l2", "bandwidth_gbs", "l2 GB/s", "GB/s"),
+        ("dram", "read_bytes", "dram read bytes", "B"),
+        ("dram", "write_bytes", "dram write bytes", "B"),
+        ("dram", "bandwidth_gbs", "dram GB/s", "GB/s"),
     ] {
-        let unit = if field == "bandwidth_gbs" {
-            "GB/s"
-        } else {
-            "B"
-        };
         add(
             "memory",
             name,
             unit,
-            num(&a["dram"][field]),
-            num(&b["dram"][field]),
+            num(&a[part][field]),
+            num(&b[part][field]),
         );
     }
     for unit in keys(&a["units"], &b["units"]) {
