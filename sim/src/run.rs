@@ -203,8 +203,8 @@ fn config(preset: &Preset, opts: &RunOptions) -> Result<Config, RunError> {
 /// A run's report, or its error with the report of the run up to the failure.
 type Outcome = Result<Report, (RunError, Report)>;
 
-/// A trace writer and the warps' totals for its summary.
-type Traced = (Tracer, Vec<Value>);
+/// A trace writer, the warps' totals for its summary and how many warps they leave out.
+type Traced = (Tracer, Vec<Value>, u64);
 
 /// Simulates with an optional trace writer, which comes back (also after a failed run) for
 /// [`finish_trace`]; the outer error is a setup error, the inner one the run's.
@@ -234,7 +234,13 @@ fn simulate_traced(
             events = stats.events,
             "simulated"
         );
-        for (id, w) in stats.warps.iter().enumerate() {
+        // Only a trace holds the warps' own totals.
+        let listed = if tracer.is_some() {
+            &stats.warps[..]
+        } else {
+            &[]
+        };
+        for (id, w) in listed.iter().enumerate() {
             let states: serde_json::Map<String, Value> = State::ALL
                 .iter()
                 .map(|s| (s.name().to_string(), json!(w.cycles[*s as usize])))
@@ -278,7 +284,7 @@ fn simulate_traced(
             report,
         )),
     };
-    Ok((outcome, tracer.map(|t| (t, warps))))
+    Ok((outcome, tracer.map(|t| (t, warps, stats.warps_omitted))))
 }
 
 /// Ends a trace with its `otherData`: the run's report (or the error that stopped it) and each
@@ -286,7 +292,7 @@ fn simulate_traced(
 fn finish_trace(
     file: &str,
     tracer: Tracer,
-    warps: Vec<Value>,
+    (warps, omitted): (Vec<Value>, u64),
     kernel: &Kernel,
     report: &Report,
     error: Option<&RunError>,
@@ -294,7 +300,7 @@ fn finish_trace(
 ) -> std::io::Result<u64> {
     let level = tracer.level();
     let filter = tracer.filter().clone();
-    let other = json!({
+    let mut other = json!({
         "time_unit": "ts and dur in µs, 1 ns = 1 SM cycle (ts = cycles / 1000)",
         "version": env!("CARGO_PKG_VERSION"),
         "scenario": kernel.name,
@@ -314,6 +320,10 @@ fn finish_trace(
         "error": error.map(|e| e.to_string()),
         "warps": warps,
     });
+    if omitted > 0 {
+        // Past `MAX_WARP_RESULTS` the run keeps role totals only (`report.roles`).
+        other["warps_omitted"] = json!(omitted);
+    }
     tracer.finish(other)
 }
 
@@ -378,7 +388,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
         }
         report.with_bound(&kernel, generic)
     });
-    let (Some((tracer, warps)), Some(p)) = (traced, trace_path) else {
+    let (Some((tracer, warps, omitted)), Some(p)) = (traced, trace_path) else {
         return result.map_err(|(e, _)| e);
     };
     let shown = p.display().to_string();
@@ -386,7 +396,15 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
         Ok(r) => (r, None),
         Err((e, r)) => (r, Some(e)),
     };
-    let events = finish_trace(&file, tracer, warps, &kernel, report, error, opts);
+    let events = finish_trace(
+        &file,
+        tracer,
+        (warps, omitted),
+        &kernel,
+        report,
+        error,
+        opts,
+    );
     match (result, events) {
         (Ok(mut report), Ok(events)) => {
             report.trace = Some(TraceReport {

@@ -6,11 +6,10 @@ use crate::observe::warp_state::State;
 impl Engine<'_> {
     pub(crate) fn deadlock(&self) -> SimError {
         let mut blocked = Vec::new();
-        for (id, w) in self.warps.iter().enumerate() {
+        for (id, w) in self.warps.iter() {
             if w.acct.exited().is_some() {
                 continue;
             }
-            let id = id as u32;
             let role = &self.k.roles[w.role as usize];
             let cta = &self.ctas[w.cta as usize];
             let pc = if w.hold.is_some() { w.hold_pc } else { w.pc };

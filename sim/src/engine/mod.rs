@@ -40,7 +40,8 @@ use names::Names;
 use queue::EventQueue;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use state::{Cta, Partition, Sm, Warp, WarpGroup};
+use state::{Cta, Live, Partition, Sm, Warp, WarpGroup};
+use stats::RoleTotals;
 
 /// Control-flow steps a warp may take without issuing before the run is stopped
 /// (a loop with no instructions and a huge trip count).
@@ -97,9 +98,15 @@ pub struct Engine<'a> {
     /// Bitset over `parts`: partitions with a warp to evaluate or an eligible warp.
     pub(crate) active: Vec<u64>,
     pub(crate) mem: MemSys,
-    pub(crate) warps: Vec<Warp>,
-    pub(crate) wgs: Vec<WarpGroup>,
-    pub(crate) ctas: Vec<Cta>,
+    pub(crate) warps: Live<Warp>,
+    pub(crate) wgs: Live<WarpGroup>,
+    pub(crate) ctas: Live<Cta>,
+    /// The results of retired warps: each role's totals, and the first
+    /// [`stats::MAX_WARP_RESULTS`] warps' own (by id).
+    pub(crate) role_totals: Vec<RoleTotals>,
+    pub(crate) warp_results: Vec<Option<WarpResult>>,
+    /// The last cycle the run made progress (see [`Config::livelock_cycles`]).
+    pub(crate) last_progress: u64,
     pub(crate) next_block: u32,
     pub(crate) occ: Occupancy,
     pub(crate) names: Names,
@@ -158,9 +165,12 @@ impl<'a> Engine<'a> {
             sms: (0..p.sm.count).map(|_| Sm::new(p)).collect(),
             active: vec![0; nparts.div_ceil(64)],
             parts,
-            warps: Vec::new(),
-            wgs: Vec::new(),
-            ctas: Vec::new(),
+            warps: Live::default(),
+            wgs: Live::default(),
+            ctas: Live::default(),
+            role_totals: vec![RoleTotals::new(k.mbarriers.len()); k.roles.len()],
+            warp_results: Vec::new(),
+            last_progress: 0,
             next_block: 0,
             occ: occupancy(k, p),
             tensor_base,
@@ -275,7 +285,9 @@ impl<'a> Engine<'a> {
                 });
             }
         }
-        if self.warps.iter().any(|w| w.acct.exited().is_none()) || self.next_block < self.k.grid {
+        if self.warps.iter().any(|(_, w)| w.acct.exited().is_none())
+            || self.next_block < self.k.grid
+        {
             return Err(self.deadlock());
         }
         // The kernel ends when its booked work does (stores nobody waits for), which may be

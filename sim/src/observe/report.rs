@@ -201,8 +201,8 @@ impl Report {
         .collect();
 
         let mut roles: BTreeMap<String, Role> = BTreeMap::new();
-        for w in &s.warps {
-            let r = roles.entry(w.role.clone()).or_insert_with(|| Role {
+        for (role, w) in k.roles.iter().zip(&s.roles).filter(|(_, w)| w.warps > 0) {
+            let r = roles.entry(role.name.clone()).or_insert_with(|| Role {
                 warps: 0,
                 lifetime: 0,
                 instructions: 0,
@@ -224,7 +224,7 @@ impl Report {
                     *r.mbarrier_waits.entry(m.name.clone()).or_default() += c;
                 }
             }
-            r.warps += 1;
+            r.warps += w.warps;
             r.lifetime += w.lifetime;
             r.instructions += w.issued;
             for st in State::ALL {
