@@ -6,7 +6,7 @@ use crate::engine::{Config, Engine, Progress, SimError};
 use crate::gpu::cta_scheduler::occupancy;
 use crate::gpu::preset::{Preset, PresetError, MAX_CLOCK_MHZ};
 use crate::observe::report::{Report, TraceReport};
-use crate::observe::trace::{self, Filter, Level, Tracer};
+use crate::observe::trace::{self, Filter, Level, Tracer, Written};
 use crate::observe::warp_state::State;
 use isa::program::{Kernel, WARP_SIZE};
 use isa::Diagnostic;
@@ -24,6 +24,10 @@ pub struct RunOptions {
     /// in the report (in place of the preset's max and sustained clocks).
     pub clock_mhz: Option<f64>,
     pub max_cycles: u64,
+    /// Cycles without progress before the run stops as a livelock (`Config::livelock_cycles`).
+    pub livelock_cycles: u64,
+    /// Wall-clock time the simulation may take.
+    pub max_wall: Option<std::time::Duration>,
     /// Run the sanitizer's hazard checks (`--no-check` turns them off).
     pub check: bool,
     /// Write a trace (`sim run` does by default; the library does not).
@@ -41,6 +45,8 @@ pub struct TraceOptions {
     /// The file (gzip-compressed when it ends in `.gz`); `None` = [`default_trace_path`].
     pub path: Option<PathBuf>,
     pub filter: Filter,
+    /// The trace stops taking events past this many bytes ([`Tracer::create`]).
+    pub max_bytes: u64,
 }
 
 impl Default for RunOptions {
@@ -51,6 +57,8 @@ impl Default for RunOptions {
             seed: 0,
             clock_mhz: None,
             max_cycles: Config::default().max_cycles,
+            livelock_cycles: Config::default().livelock_cycles,
+            max_wall: None,
             check: true,
             trace: None,
             progress: None,
@@ -197,6 +205,8 @@ fn config(preset: &Preset, opts: &RunOptions) -> Result<Config, RunError> {
         clock_mhz: clock.unwrap_or(preset.clock.max_mhz),
         max_cycles: opts.max_cycles,
         check: opts.check,
+        livelock_cycles: opts.livelock_cycles,
+        max_wall: opts.max_wall,
     })
 }
 
@@ -288,7 +298,7 @@ fn simulate_traced(
 }
 
 /// Ends a trace with its `otherData`: the run's report (or the error that stopped it) and each
-/// warp's state totals. Returns the number of events written.
+/// warp's state totals. Returns what the trace holds.
 fn finish_trace(
     file: &str,
     tracer: Tracer,
@@ -297,7 +307,7 @@ fn finish_trace(
     report: &Report,
     error: Option<&RunError>,
     opts: &RunOptions,
-) -> std::io::Result<u64> {
+) -> std::io::Result<Written> {
     let level = tracer.level();
     let filter = tracer.filter().clone();
     let mut other = json!({
@@ -376,7 +386,12 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
     }
     let tracer = match (&filter, &trace_path) {
         (Some(f), Some(p)) => Some(
-            Tracer::create(p, f.clone()).map_err(|e| RunError::Io(p.display().to_string(), e))?,
+            Tracer::create(
+                p,
+                f.clone(),
+                opts.trace.as_ref().map_or(u64::MAX, |t| t.max_bytes),
+            )
+            .map_err(|e| RunError::Io(p.display().to_string(), e))?,
         ),
         _ => None,
     };
@@ -406,11 +421,13 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
         opts,
     );
     match (result, events) {
-        (Ok(mut report), Ok(events)) => {
+        (Ok(mut report), Ok(written)) => {
             report.trace = Some(TraceReport {
                 path: shown,
-                events,
+                events: written.events,
                 limited,
+                truncated_at: written.truncated_at,
+                max_bytes: opts.trace.as_ref().map_or(0, |t| t.max_bytes),
             });
             Ok(report)
         }

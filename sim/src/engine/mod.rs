@@ -70,7 +70,22 @@ pub struct Config {
     /// Attach the sanitizer (`observe::sanitizer`), whose findings stop the run with
     /// `SimError::Hazard`.
     pub check: bool,
+    /// Stop with `SimError::Livelock` after this many cycles without progress: no warp exited
+    /// and no CTA launched, no instruction wrote memory, arrived on a barrier or moved
+    /// registers (stores, TMA, cp.async, a non-zero atomic, arrivals, expect-tx, `bar`,
+    /// `setmaxnreg`), no TMA load landed and no HGMMA completed. Math, loads, zero atomics and
+    /// failing polls change nothing another warp could see.
+    pub livelock_cycles: u64,
+    /// Stop with `SimError::WallLimit` once the run has taken this long (checked every
+    /// [`WALL_CHECK_EVERY`] main-loop iterations).
+    pub max_wall: Option<std::time::Duration>,
 }
+
+/// Default of [`Config::livelock_cycles`].
+pub const LIVELOCK_CYCLES: u64 = 10_000_000;
+
+/// Main-loop iterations between wall-clock checks.
+const WALL_CHECK_EVERY: u64 = 1 << 12;
 
 impl Default for Config {
     fn default() -> Self {
@@ -79,6 +94,8 @@ impl Default for Config {
             clock_mhz: 1830.0,
             max_cycles: 1_000_000_000,
             check: true,
+            livelock_cycles: LIVELOCK_CYCLES,
+            max_wall: None,
         }
     }
 }
@@ -236,6 +253,7 @@ impl<'a> Engine<'a> {
                 )],
             });
         }
+        let started = std::time::Instant::now();
         self.launch_ctas();
         loop {
             while let Some((_, ev)) = self.q.pop_due(self.now) {
@@ -260,6 +278,16 @@ impl<'a> Engine<'a> {
             }
             self.sample(false);
             self.iterations += 1;
+            if let Some(limit) = self.cfg.max_wall {
+                if self.iterations.is_multiple_of(WALL_CHECK_EVERY) && started.elapsed() > limit {
+                    return Err(SimError::WallLimit {
+                        limit,
+                        cycle: self.now,
+                        retired: self.retired,
+                        grid: self.k.grid,
+                    });
+                }
+            }
             if self.iterations.is_multiple_of(PROGRESS_EVERY) {
                 if let Some(p) = &self.progress {
                     (p.0)(self.now, self.retired, self.k.grid);
@@ -283,6 +311,9 @@ impl<'a> Engine<'a> {
                 return Err(SimError::CycleLimit {
                     limit: self.cfg.max_cycles,
                 });
+            }
+            if self.now - self.last_progress > self.cfg.livelock_cycles {
+                return Err(self.livelock());
             }
         }
         if self.warps.iter().any(|(_, w)| w.acct.exited().is_none())

@@ -74,6 +74,12 @@ pub struct TraceReport {
     pub events: u64,
     /// Set when the trace holds only some SMs' warps by default: which, and how to get all.
     pub limited: Option<String>,
+    /// Set when the trace reached its size limit (`max_bytes`): the cycle of the first event
+    /// it left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated_at: Option<u64>,
+    #[serde(skip)]
+    pub max_bytes: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -504,6 +510,14 @@ impl Report {
             );
             if let Some(l) = &t.limited {
                 let _ = writeln!(o, "  the trace holds the {l}");
+            }
+            if let Some(at) = t.truncated_at {
+                let _ = writeln!(
+                    o,
+                    "  the trace stops at cycle {}: it reached its size limit of {} MiB (--trace-max-mb to raise it); the report above covers the whole run",
+                    grouped(at),
+                    t.max_bytes >> 20
+                );
             }
         }
         o

@@ -233,6 +233,7 @@ impl Engine<'_> {
             self.hazard_at((done.warp, done.pc), cta, finding);
         }
         self.ctas[cta as usize].tma_in_flight -= 1;
+        self.last_progress = self.now;
         self.drop_cta(cta);
     }
 }
