@@ -244,3 +244,39 @@ impl<T> std::ops::IndexMut<usize> for Live<T> {
             .expect("an agent's state is dropped only once nothing refers to it")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Live;
+
+    #[test]
+    fn ids_are_never_reused_and_retired_entries_are_given_back() {
+        let mut live = Live::default();
+        for round in 0..100u32 {
+            let first = live.push(round * 10);
+            for i in 1..10 {
+                assert_eq!(live.push(round * 10 + i), first + i);
+            }
+            // The oldest entry lives on; the rest of each round retires.
+            live.remove(first + 1..first + 10);
+        }
+        assert_eq!(live.next_id(), 1000);
+        assert_eq!(live.get(995), None);
+        assert_eq!(live[990], 990);
+        assert_eq!(live.iter().count(), 100);
+        // Once the retired entries before the oldest live one are half of the table, they go.
+        for id in (0..490).step_by(10) {
+            live.remove(id..id + 1);
+        }
+        assert_eq!(live.items.len(), 1000);
+        live.remove(490..491);
+        assert_eq!(live.items.len(), 500);
+        assert_eq!(live.get(0), None);
+        assert_eq!(live[500], 500);
+        for id in (500..1000).step_by(10) {
+            live.remove(id..id + 1);
+        }
+        assert!(live.items.is_empty());
+        assert_eq!(live.push(7), 1000);
+    }
+}
