@@ -533,3 +533,168 @@ fn concurrent_runs_on_one_trace_path_leave_one_whole_trace() {
         .count();
     assert_eq!(left, 0, "temporary traces left behind");
 }
+
+/// `tests/fixtures/docs/livelock.ron`: CTA 0 polls a counter that never reaches its target.
+const LIVELOCK: &str = "tests/fixtures/docs/livelock.ron";
+
+#[test]
+fn a_spin_without_progress_is_a_livelock_naming_its_warps() {
+    let err = fails_with(
+        &["run", LIVELOCK, "--no-trace"],
+        &[
+            "livelock at cycle 10000796: no progress for 10000241 cycles (since cycle 555",
+            "while 4 warps keep running:",
+            "CTA 0 warp w0.w3 at role `w`: program[0] if.then[0] loop(i).body[1] if: in state long_scoreboard",
+            "atomic counter done = 263",
+            "--livelock-cycles",
+        ],
+    );
+    assert_eq!(err.matches("CTA 0 warp").count(), 4, "{err}");
+    // The window is the option's, and `sim check` diagnoses it too instead of passing.
+    fails_with(
+        &["run", LIVELOCK, "--no-trace", "--livelock-cycles", "1000"],
+        &["livelock at cycle 1594: no progress for 1039 cycles (since cycle 555"],
+    );
+    fails_with(&["check", LIVELOCK], &["livelock at cycle 10000796"]);
+}
+
+#[test]
+fn the_shipped_scenarios_never_trip_the_livelock_detector() {
+    // Their longest stretch without progress is far below the default window; a window of
+    // 10^5 cycles still lets each finish.
+    for name in [
+        "gemm_ws",
+        "fa3_pingpong",
+        "wave_quantization",
+        "persistent_gemm",
+    ] {
+        let out = sim(&[
+            "run",
+            &format!("scenarios/{name}.ron"),
+            "--no-trace",
+            "--livelock-cycles",
+            "100000",
+        ]);
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn the_wall_clock_limit_stops_a_run_and_leaves_check_inconclusive() {
+    let endless = [
+        "--livelock-cycles",
+        "274877906944",
+        "--max-cycles",
+        "274877906944",
+    ];
+    let mut args = vec!["run", LIVELOCK, "--no-trace", "--max-wall", "0.2"];
+    args.extend(endless);
+    fails_with(
+        &args,
+        &[
+            "the run passed the wall-clock limit (0.2 s) at cycle ",
+            "with 263 of 264 CTAs done (raise it with --max-wall)",
+        ],
+    );
+    let mut args = vec![
+        "check",
+        LIVELOCK,
+        "--max-wall",
+        "0.2",
+        "--check-cycles",
+        endless[1],
+    ];
+    args.extend(endless);
+    let out = sim(&args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(
+        text.contains("inconclusive; no hazard and no deadlock before the wall-clock limit"),
+        "{text}"
+    );
+    let out = sim(&["run", LIVELOCK, "--max-wall", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("`0` is not a positive number of seconds")
+    );
+}
+
+#[test]
+fn a_trace_past_its_size_limit_is_cut_with_a_note_and_stays_readable() {
+    let trace = common::scratch("capped.trace.json");
+    let t = trace.to_str().unwrap();
+    let out = common::sim_ok(&[
+        "run",
+        "scenarios/gemm_ws.ron",
+        "--trace-level",
+        "instructions",
+        "--trace-max-mb",
+        "1",
+        "--trace",
+        t,
+    ]);
+    let summary = String::from_utf8_lossy(&out.stdout);
+    // The report is the whole run's.
+    assert!(summary.contains("simulated   66,821 cycles"), "{summary}");
+    assert!(
+        summary.contains("the trace stops at cycle ")
+            && summary.contains(": it reached its size limit of 1 MiB (--trace-max-mb to raise it); the report above covers the whole run"),
+        "{summary}"
+    );
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).expect("a whole JSON trace");
+    let cut = &v["otherData"]["truncated"];
+    assert_eq!(cut["max_bytes"], 1 << 20);
+    let at = cut["at_cycle"].as_u64().unwrap();
+    assert!(at > 0 && at < 66_821, "{at}");
+    let events = v["traceEvents"].as_array().unwrap().len();
+    assert!(
+        text.len() < (1 << 20) + 200_000 && events > 1000,
+        "{} bytes, {events} events",
+        text.len()
+    );
+    common::sim_ok(&["stalls", t]);
+}
+
+#[test]
+fn a_huge_grid_keeps_role_totals_and_the_first_warps_only() {
+    // 20,000 one-warpgroup CTAs (80,000 warps) whose producer exits with its TMA load still in
+    // flight: the CTA's state must outlive its warps until the load lands.
+    let text = r#"Scenario(
+    name: "grid",
+    gpu: "h100-sxm",
+    kernel: Kernel(
+        grid: 20000,
+        regs_per_thread: 32,
+        tensors: [Tensor(name: "A", dtype: BF16, shape: [64, 64])],
+        smem: [Buffer(name: "s", dtype: BF16, shape: [64, 64])],
+        mbarriers: [MBarrier(name: "b", arrivals: 1)],
+        roles: [
+            Role(name: "w", regs: 32, program: [
+                If(cond: "warp == 0", then: [
+                    ArriveExpectTx(bar: "b[0]", bytes: 8192),
+                    TmaLoad(tensor: "A", coords: [0, 0], dst: "s[0]", bar: "b[0]"),
+                ]),
+                Fma(8),
+            ]),
+        ],
+    ),
+)
+"#;
+    let (k, p) = sim::run::load_source("grid.ron", text, &Default::default()).unwrap();
+    let stats = sim::engine::Engine::new(&k, &p, Default::default())
+        .run()
+        .unwrap();
+    assert_eq!(stats.warps.len(), sim::engine::stats::MAX_WARP_RESULTS);
+    assert_eq!(stats.warps_omitted, 80_000 - 16_384);
+    assert_eq!(stats.roles[0].warps, 80_000);
+    assert_eq!(stats.roles[0].issued, stats.instructions);
+    let lifetimes: u64 = stats.warps.iter().map(|w| w.lifetime).sum();
+    assert!(lifetimes < stats.roles[0].lifetime);
+    assert_eq!(stats.warps[16_383].name, "w0.w3");
+    assert_eq!(stats.warps[16_383].cta, 4095);
+}

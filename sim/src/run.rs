@@ -6,7 +6,7 @@ use crate::engine::{Config, Engine, Progress, SimError};
 use crate::gpu::cta_scheduler::occupancy;
 use crate::gpu::preset::{Preset, PresetError, MAX_CLOCK_MHZ};
 use crate::observe::report::{Report, TraceReport};
-use crate::observe::trace::{self, Filter, Level, Tracer};
+use crate::observe::trace::{self, Filter, Level, Tracer, Written};
 use crate::observe::warp_state::State;
 use isa::program::{Kernel, WARP_SIZE};
 use isa::Diagnostic;
@@ -24,6 +24,10 @@ pub struct RunOptions {
     /// in the report (in place of the preset's max and sustained clocks).
     pub clock_mhz: Option<f64>,
     pub max_cycles: u64,
+    /// Cycles without progress before the run stops as a livelock (`Config::livelock_cycles`).
+    pub livelock_cycles: u64,
+    /// Wall-clock time the simulation may take.
+    pub max_wall: Option<std::time::Duration>,
     /// Run the sanitizer's hazard checks (`--no-check` turns them off).
     pub check: bool,
     /// Write a trace (`sim run` does by default; the library does not).
@@ -41,6 +45,8 @@ pub struct TraceOptions {
     /// The file (gzip-compressed when it ends in `.gz`); `None` = [`default_trace_path`].
     pub path: Option<PathBuf>,
     pub filter: Filter,
+    /// The trace stops taking events past this many bytes ([`Tracer::create`]).
+    pub max_bytes: u64,
 }
 
 impl Default for RunOptions {
@@ -51,6 +57,8 @@ impl Default for RunOptions {
             seed: 0,
             clock_mhz: None,
             max_cycles: Config::default().max_cycles,
+            livelock_cycles: Config::default().livelock_cycles,
+            max_wall: None,
             check: true,
             trace: None,
             progress: None,
@@ -197,14 +205,16 @@ fn config(preset: &Preset, opts: &RunOptions) -> Result<Config, RunError> {
         clock_mhz: clock.unwrap_or(preset.clock.max_mhz),
         max_cycles: opts.max_cycles,
         check: opts.check,
+        livelock_cycles: opts.livelock_cycles,
+        max_wall: opts.max_wall,
     })
 }
 
 /// A run's report, or its error with the report of the run up to the failure.
 type Outcome = Result<Report, (RunError, Report)>;
 
-/// A trace writer and the warps' totals for its summary.
-type Traced = (Tracer, Vec<Value>);
+/// A trace writer, the warps' totals for its summary and how many warps they leave out.
+type Traced = (Tracer, Vec<Value>, u64);
 
 /// Simulates with an optional trace writer, which comes back (also after a failed run) for
 /// [`finish_trace`]; the outer error is a setup error, the inner one the run's.
@@ -234,7 +244,13 @@ fn simulate_traced(
             events = stats.events,
             "simulated"
         );
-        for (id, w) in stats.warps.iter().enumerate() {
+        // Only a trace holds the warps' own totals.
+        let listed = if tracer.is_some() {
+            &stats.warps[..]
+        } else {
+            &[]
+        };
+        for (id, w) in listed.iter().enumerate() {
             let states: serde_json::Map<String, Value> = State::ALL
                 .iter()
                 .map(|s| (s.name().to_string(), json!(w.cycles[*s as usize])))
@@ -278,23 +294,23 @@ fn simulate_traced(
             report,
         )),
     };
-    Ok((outcome, tracer.map(|t| (t, warps))))
+    Ok((outcome, tracer.map(|t| (t, warps, stats.warps_omitted))))
 }
 
 /// Ends a trace with its `otherData`: the run's report (or the error that stopped it) and each
-/// warp's state totals. Returns the number of events written.
+/// warp's state totals. Returns what the trace holds.
 fn finish_trace(
     file: &str,
     tracer: Tracer,
-    warps: Vec<Value>,
+    (warps, omitted): (Vec<Value>, u64),
     kernel: &Kernel,
     report: &Report,
     error: Option<&RunError>,
     opts: &RunOptions,
-) -> std::io::Result<u64> {
+) -> std::io::Result<Written> {
     let level = tracer.level();
     let filter = tracer.filter().clone();
-    let other = json!({
+    let mut other = json!({
         "time_unit": "ts and dur in µs, 1 ns = 1 SM cycle (ts = cycles / 1000)",
         "version": env!("CARGO_PKG_VERSION"),
         "scenario": kernel.name,
@@ -314,6 +330,10 @@ fn finish_trace(
         "error": error.map(|e| e.to_string()),
         "warps": warps,
     });
+    if omitted > 0 {
+        // Past `MAX_WARP_RESULTS` the run keeps role totals only (`report.roles`).
+        other["warps_omitted"] = json!(omitted);
+    }
     tracer.finish(other)
 }
 
@@ -366,7 +386,12 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
     }
     let tracer = match (&filter, &trace_path) {
         (Some(f), Some(p)) => Some(
-            Tracer::create(p, f.clone()).map_err(|e| RunError::Io(p.display().to_string(), e))?,
+            Tracer::create(
+                p,
+                f.clone(),
+                opts.trace.as_ref().map_or(u64::MAX, |t| t.max_bytes),
+            )
+            .map_err(|e| RunError::Io(p.display().to_string(), e))?,
         ),
         _ => None,
     };
@@ -378,7 +403,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
         }
         report.with_bound(&kernel, generic)
     });
-    let (Some((tracer, warps)), Some(p)) = (traced, trace_path) else {
+    let (Some((tracer, warps, omitted)), Some(p)) = (traced, trace_path) else {
         return result.map_err(|(e, _)| e);
     };
     let shown = p.display().to_string();
@@ -386,13 +411,23 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
         Ok(r) => (r, None),
         Err((e, r)) => (r, Some(e)),
     };
-    let events = finish_trace(&file, tracer, warps, &kernel, report, error, opts);
+    let events = finish_trace(
+        &file,
+        tracer,
+        (warps, omitted),
+        &kernel,
+        report,
+        error,
+        opts,
+    );
     match (result, events) {
-        (Ok(mut report), Ok(events)) => {
+        (Ok(mut report), Ok(written)) => {
             report.trace = Some(TraceReport {
                 path: shown,
-                events,
+                events: written.events,
                 limited,
+                truncated_at: written.truncated_at,
+                max_bytes: opts.trace.as_ref().map_or(0, |t| t.max_bytes),
             });
             Ok(report)
         }

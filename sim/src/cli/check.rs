@@ -42,6 +42,12 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
             ))?;
             Ok(ExitCode::from(INCONCLUSIVE))
         }
+        Err(RunError::Sim { error, .. }) if matches!(*error, SimError::WallLimit { .. }) => {
+            emit(&format!(
+                "{file}: inconclusive; no hazard and no deadlock before the wall-clock limit, but the run had not finished ({error})\n"
+            ))?;
+            Ok(ExitCode::from(INCONCLUSIVE))
+        }
         Err(e) => Err(e.into()),
     }
 }

@@ -4,7 +4,7 @@ use super::emit;
 use super::scenario::ScenarioArgs;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sim::engine::Progress;
-use sim::observe::trace::{Filter, Level};
+use sim::observe::trace::{Filter, Level, DEFAULT_TRACE_MAX_MB};
 use sim::run::{self, TraceOptions};
 use std::io::IsTerminal;
 use std::ops::Range;
@@ -44,6 +44,9 @@ struct TraceArgs {
     /// Detail: counters only, warp states (merged), or every state interval.
     #[arg(long, value_enum, default_value = "warps")]
     trace_level: Level,
+    /// Stop writing trace events past this many MiB of JSON (1 to 2^20).
+    #[arg(long, value_name = "MIB", default_value_t = DEFAULT_TRACE_MAX_MB, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    trace_max_mb: u64,
 }
 
 impl TraceArgs {
@@ -56,6 +59,7 @@ impl TraceArgs {
                 sms: self.trace_sms.clone().map(|r| sm(r.start)..sm(r.end)),
                 window: self.trace_window.clone(),
             },
+            max_bytes: self.trace_max_mb << 20,
         })
     }
 }

@@ -19,6 +19,12 @@ pub struct ScenarioArgs {
     /// Stop with an error past this many simulated cycles (at most 2^38).
     #[arg(long, default_value_t = 1_000_000_000, value_parser = clap::value_parser!(u64).range(1..=1 << 38))]
     pub max_cycles: u64,
+    /// Stop as a livelock after this many cycles without progress (1 to 2^38; docs/cli.md).
+    #[arg(long, default_value_t = sim::engine::LIVELOCK_CYCLES, value_parser = clap::value_parser!(u64).range(1..=1 << 38))]
+    pub livelock_cycles: u64,
+    /// Stop with an error once the simulation has run this many seconds of wall time.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub max_wall: Option<std::time::Duration>,
     /// Skip the sanitizer's hazard checks.
     #[arg(long)]
     pub no_check: bool,
@@ -33,11 +39,20 @@ impl ScenarioArgs {
             seed: self.seed,
             clock_mhz,
             max_cycles: self.max_cycles,
+            livelock_cycles: self.livelock_cycles,
+            max_wall: self.max_wall,
             check: !self.no_check,
             trace: None,
             progress: None,
         }
     }
+}
+
+fn parse_seconds(s: &str) -> Result<std::time::Duration, String> {
+    s.parse::<f64>()
+        .ok()
+        .and_then(|v| (v > 0.0).then(|| std::time::Duration::try_from_secs_f64(v).ok())?)
+        .ok_or_else(|| format!("`{s}` is not a positive number of seconds"))
 }
 
 fn parse_set(s: &str) -> Result<(String, i64), String> {

@@ -1,16 +1,54 @@
-//! The deadlock report: with no event pending, every live warp and why it cannot move.
+//! The deadlock and livelock reports: every live warp and what it waits for or spins on.
 
 use super::{Engine, SimError};
 use crate::observe::warp_state::State;
 
 impl Engine<'_> {
     pub(crate) fn deadlock(&self) -> SimError {
+        let mut blocked = self.live_warps();
+        let warps = blocked.len();
+        if self.next_block < self.k.grid {
+            blocked.push(format!(
+                "  {} CTAs never launched",
+                self.k.grid - self.next_block
+            ));
+        }
+        SimError::Deadlock {
+            cycle: self.now,
+            warps,
+            blocked,
+        }
+    }
+
+    /// No progress for `Config::livelock_cycles`: the live warps, the counters they may poll,
+    /// and the CTAs still waiting for a slot.
+    pub(crate) fn livelock(&self) -> SimError {
+        let mut spinning = self.live_warps();
+        let warps = spinning.len();
+        for ((name, _), value) in self.k.counters.iter().zip(&self.counters) {
+            spinning.push(format!("  atomic counter {name} = {value}"));
+        }
+        if self.next_block < self.k.grid {
+            spinning.push(format!(
+                "  {} CTAs not launched yet",
+                self.k.grid - self.next_block
+            ));
+        }
+        SimError::Livelock {
+            cycle: self.now,
+            since: self.last_progress,
+            warps,
+            spinning,
+        }
+    }
+
+    /// One line per live warp: its CTA, name, instruction and what it waits for.
+    fn live_warps(&self) -> Vec<String> {
         let mut blocked = Vec::new();
-        for (id, w) in self.warps.iter().enumerate() {
+        for (id, w) in self.warps.iter() {
             if w.acct.exited().is_some() {
                 continue;
             }
-            let id = id as u32;
             let role = &self.k.roles[w.role as usize];
             let cta = &self.ctas[w.cta as usize];
             let pc = if w.hold.is_some() { w.hold_pc } else { w.pc };
@@ -66,17 +104,6 @@ impl Engine<'_> {
                 self.warp_name(w)
             ));
         }
-        let warps = blocked.len();
-        if self.next_block < self.k.grid {
-            blocked.push(format!(
-                "  {} CTAs never launched",
-                self.k.grid - self.next_block
-            ));
-        }
-        SimError::Deadlock {
-            cycle: self.now,
-            warps,
-            blocked,
-        }
+        blocked
     }
 }

@@ -36,6 +36,20 @@ pub enum SimError {
     },
     #[error("the run passed the cycle limit ({limit} cycles; raise it with --max-cycles)")]
     CycleLimit { limit: u64 },
+    #[error("livelock at cycle {cycle}: no progress for {} cycles (since cycle {since} no warp exited, no CTA launched, nothing was stored, no barrier was arrived on, no TMA load landed, no atomic changed a counter and no wgmma completed), while {warps} warps keep running:\n{}\n  = raise the limit with --livelock-cycles if the kernel really computes that long without any of these", cycle - since, spinning.join("\n"))]
+    Livelock {
+        cycle: u64,
+        since: u64,
+        warps: usize,
+        spinning: Vec<String>,
+    },
+    #[error("the run passed the wall-clock limit ({} s) at cycle {cycle}, with {retired} of {grid} CTAs done (raise it with --max-wall)", limit.as_secs_f64())]
+    WallLimit {
+        limit: std::time::Duration,
+        cycle: u64,
+        retired: u32,
+        grid: u32,
+    },
 }
 
 /// What stops a warp's instruction: a run-time error of the program, or a sanitizer finding.

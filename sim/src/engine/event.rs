@@ -52,7 +52,10 @@ impl Engine<'_> {
     pub(crate) fn handle(&mut self, ev: Event) {
         match ev {
             Event::Wake(w) => {
-                let warp = &self.warps[w as usize];
+                // A wake may outlive its warp (a stall booked before the warp exited).
+                let Some(warp) = self.warps.get(w) else {
+                    return;
+                };
                 if warp.acct.exited().is_none() {
                     let p = warp.partition as usize;
                     self.parts[p].check |= 1 << warp.slot;

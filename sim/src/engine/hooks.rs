@@ -219,12 +219,14 @@ impl Engine<'_> {
     /// Reports every live warp's current state interval up to now to the tracer (the run
     /// stopped).
     pub(crate) fn close_open_intervals(&mut self) {
-        for w in 0..self.warps.len() as u32 {
-            let warp = &self.warps[w as usize];
-            if warp.acct.exited().is_none() {
-                let (state, since) = (warp.acct.state(), warp.acct.since());
-                self.close_interval(w, state, since);
-            }
+        let live: Vec<(u32, State, u64)> = self
+            .warps
+            .iter()
+            .filter(|(_, w)| w.acct.exited().is_none())
+            .map(|(id, w)| (id, w.acct.state(), w.acct.since()))
+            .collect();
+        for (w, state, since) in live {
+            self.close_interval(w, state, since);
         }
     }
 

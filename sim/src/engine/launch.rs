@@ -35,7 +35,10 @@ impl Engine<'_> {
 
     fn launch_cta(&mut self, sm: u32, block: u32) {
         let k = self.k;
-        let cta_idx = self.ctas.len() as u32;
+        let cta_idx = self.ctas.next_id();
+        let first_warp = self.warps.next_id();
+        let first_wg = self.wgs.next_id();
+        let wgs_per_cta: u32 = k.roles.iter().map(|r| r.warpgroups).sum();
         let mut mbars = Vec::new();
         for m in &k.mbarriers {
             for _ in 0..m.count {
@@ -53,11 +56,15 @@ impl Engine<'_> {
             reg_waiters: Vec::new(),
             live_warps: k.warps_per_cta(),
             atomics: vec![Vec::new(); k.counters.len()],
+            warps: first_warp..first_warp + k.warps_per_cta(),
+            wgs: first_wg..first_wg + wgs_per_cta,
+            tma_in_flight: 0,
         });
+        self.last_progress = self.now;
         let mut warp_in_cta = 0u32;
         for (r, role) in k.roles.iter().enumerate() {
             for wg in 0..role.warpgroups {
-                let wg_idx = self.wgs.len() as u32;
+                let wg_idx = self.wgs.next_id();
                 let mut members = [0u32; WARPS_PER_WARPGROUP as usize];
                 for (w, member) in members.iter_mut().enumerate() {
                     let partition =
@@ -66,7 +73,7 @@ impl Engine<'_> {
                     let Some(slot_idx) = part.slots.iter().position(Option::is_none) else {
                         unreachable!("occupancy admits only CTAs whose warps fit the partitions")
                     };
-                    let id = self.warps.len() as u32;
+                    let id = self.warps.next_id();
                     part.slots[slot_idx] = Some(id);
                     part.check |= 1 << slot_idx;
                     self.active[partition / 64] |= 1 << (partition % 64);
@@ -124,6 +131,7 @@ impl Engine<'_> {
                     warp_in_cta += 1;
                 }
                 self.wgs.push(WarpGroup {
+                    cta: cta_idx,
                     warps: members,
                     submitted: 0,
                     released: 0,
@@ -148,9 +156,12 @@ impl Engine<'_> {
         self.parts[p].slots[s] = None;
         self.parts[p].eligible &= !(1 << s);
         self.parts[p].check &= !(1 << s);
+        self.account_warp(w);
+        self.last_progress = self.now;
         self.ctas[cta].live_warps -= 1;
         if self.ctas[cta].live_warps == 0 {
             self.record(Hook::CtaRetired { cta: cta as u32 });
+            self.drop_cta(cta as u32);
             self.retired += 1;
             let gap = self.p.sm.cta_launch_gap;
             // The slot stays taken for the launch gap, but only while CTAs wait for one: the
@@ -162,6 +173,24 @@ impl Engine<'_> {
                 self.free_cta_slot(warp_sm as u32);
             }
         }
+    }
+
+    /// Drops a retired CTA's state, with its warps' and warpgroups', once no queued event
+    /// refers to it: its TMA loads have landed and its HGMMAs are released and complete (a
+    /// kernel may exit with either in flight).
+    pub(crate) fn drop_cta(&mut self, cta: u32) {
+        let c = &self.ctas[cta as usize];
+        let drained = |g: &WarpGroup| g.released == g.submitted && g.completed == g.submitted;
+        if c.live_warps > 0
+            || c.tma_in_flight > 0
+            || !c.wgs.clone().all(|g| drained(&self.wgs[g as usize]))
+        {
+            return;
+        }
+        let (warps, wgs) = (c.warps.clone(), c.wgs.clone());
+        self.warps.remove(warps);
+        self.wgs.remove(wgs);
+        self.ctas.remove(cta..cta + 1);
     }
 
     pub(crate) fn free_cta_slot(&mut self, sm: u32) {

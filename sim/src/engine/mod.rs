@@ -40,7 +40,8 @@ use names::Names;
 use queue::EventQueue;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use state::{Cta, Partition, Sm, Warp, WarpGroup};
+use state::{Cta, Live, Partition, Sm, Warp, WarpGroup};
+use stats::RoleTotals;
 
 /// Control-flow steps a warp may take without issuing before the run is stopped
 /// (a loop with no instructions and a huge trip count).
@@ -69,7 +70,22 @@ pub struct Config {
     /// Attach the sanitizer (`observe::sanitizer`), whose findings stop the run with
     /// `SimError::Hazard`.
     pub check: bool,
+    /// Stop with `SimError::Livelock` after this many cycles without progress: no warp exited
+    /// and no CTA launched, no instruction wrote memory, arrived on a barrier or moved
+    /// registers (stores, TMA, cp.async, a non-zero atomic, arrivals, expect-tx, `bar`,
+    /// `setmaxnreg`), no TMA load landed and no HGMMA completed. Math, loads, zero atomics and
+    /// failing polls change nothing another warp could see.
+    pub livelock_cycles: u64,
+    /// Stop with `SimError::WallLimit` once the run has taken this long (checked every
+    /// [`WALL_CHECK_EVERY`] main-loop iterations).
+    pub max_wall: Option<std::time::Duration>,
 }
+
+/// Default of [`Config::livelock_cycles`].
+pub const LIVELOCK_CYCLES: u64 = 10_000_000;
+
+/// Main-loop iterations between wall-clock checks.
+const WALL_CHECK_EVERY: u64 = 1 << 12;
 
 impl Default for Config {
     fn default() -> Self {
@@ -78,6 +94,8 @@ impl Default for Config {
             clock_mhz: 1830.0,
             max_cycles: 1_000_000_000,
             check: true,
+            livelock_cycles: LIVELOCK_CYCLES,
+            max_wall: None,
         }
     }
 }
@@ -97,9 +115,15 @@ pub struct Engine<'a> {
     /// Bitset over `parts`: partitions with a warp to evaluate or an eligible warp.
     pub(crate) active: Vec<u64>,
     pub(crate) mem: MemSys,
-    pub(crate) warps: Vec<Warp>,
-    pub(crate) wgs: Vec<WarpGroup>,
-    pub(crate) ctas: Vec<Cta>,
+    pub(crate) warps: Live<Warp>,
+    pub(crate) wgs: Live<WarpGroup>,
+    pub(crate) ctas: Live<Cta>,
+    /// The results of retired warps: each role's totals, and the first
+    /// [`stats::MAX_WARP_RESULTS`] warps' own (by id).
+    pub(crate) role_totals: Vec<RoleTotals>,
+    pub(crate) warp_results: Vec<Option<WarpResult>>,
+    /// The last cycle the run made progress (see [`Config::livelock_cycles`]).
+    pub(crate) last_progress: u64,
     pub(crate) next_block: u32,
     pub(crate) occ: Occupancy,
     pub(crate) names: Names,
@@ -158,9 +182,12 @@ impl<'a> Engine<'a> {
             sms: (0..p.sm.count).map(|_| Sm::new(p)).collect(),
             active: vec![0; nparts.div_ceil(64)],
             parts,
-            warps: Vec::new(),
-            wgs: Vec::new(),
-            ctas: Vec::new(),
+            warps: Live::default(),
+            wgs: Live::default(),
+            ctas: Live::default(),
+            role_totals: vec![RoleTotals::new(k.mbarriers.len()); k.roles.len()],
+            warp_results: Vec::new(),
+            last_progress: 0,
             next_block: 0,
             occ: occupancy(k, p),
             tensor_base,
@@ -226,6 +253,7 @@ impl<'a> Engine<'a> {
                 )],
             });
         }
+        let started = std::time::Instant::now();
         self.launch_ctas();
         loop {
             while let Some((_, ev)) = self.q.pop_due(self.now) {
@@ -250,6 +278,16 @@ impl<'a> Engine<'a> {
             }
             self.sample(false);
             self.iterations += 1;
+            if let Some(limit) = self.cfg.max_wall {
+                if self.iterations.is_multiple_of(WALL_CHECK_EVERY) && started.elapsed() > limit {
+                    return Err(SimError::WallLimit {
+                        limit,
+                        cycle: self.now,
+                        retired: self.retired,
+                        grid: self.k.grid,
+                    });
+                }
+            }
             if self.iterations.is_multiple_of(PROGRESS_EVERY) {
                 if let Some(p) = &self.progress {
                     (p.0)(self.now, self.retired, self.k.grid);
@@ -274,8 +312,13 @@ impl<'a> Engine<'a> {
                     limit: self.cfg.max_cycles,
                 });
             }
+            if self.now - self.last_progress > self.cfg.livelock_cycles {
+                return Err(self.livelock());
+            }
         }
-        if self.warps.iter().any(|w| w.acct.exited().is_none()) || self.next_block < self.k.grid {
+        if self.warps.iter().any(|(_, w)| w.acct.exited().is_none())
+            || self.next_block < self.k.grid
+        {
             return Err(self.deadlock());
         }
         // The kernel ends when its booked work does (stores nobody waits for), which may be

@@ -409,9 +409,32 @@ impl Engine<'_> {
                 true
             }
         };
+        if changes_state(inst) {
+            self.last_progress = self.now;
+        }
         if done {
             self.warps[w as usize].pc += 1;
         }
         Ok(())
     }
+}
+
+/// Whether issuing `inst` changes what another warp or the kernel's end can observe (memory,
+/// barriers, the register pool): progress for the livelock detector (`Config::livelock_cycles`;
+/// an atomic counts where it changes its counter).
+fn changes_state(inst: &Inst) -> bool {
+    matches!(
+        inst,
+        Inst::TmaLoad { .. }
+            | Inst::TmaStore { .. }
+            | Inst::CpAsync { .. }
+            | Inst::Arrive { .. }
+            | Inst::ArriveExpectTx { .. }
+            | Inst::ExpectTx { .. }
+            | Inst::BarSync { .. }
+            | Inst::BarArrive { .. }
+            | Inst::SetMaxNReg { .. }
+            | Inst::Shared { store: true, .. }
+            | Inst::Global { store: true, .. }
+    )
 }

@@ -83,6 +83,7 @@ impl Warp {
 }
 
 pub(crate) struct WarpGroup {
+    pub cta: u32,
     pub warps: [u32; WARPS_PER_WARPGROUP as usize],
     /// HGMMAs submitted to the tensor pipe, out of its in-flight count (released), and
     /// completed (their results visible).
@@ -108,6 +109,11 @@ pub(crate) struct Cta {
     pub live_warps: u32,
     /// Per counter, the values the CTA's atomics fetched and when each was back.
     pub atomics: Vec<Vec<(i64, u64)>>,
+    /// The ids of the CTA's warps and warpgroups (consecutive: launched together).
+    pub warps: std::ops::Range<u32>,
+    pub wgs: std::ops::Range<u32>,
+    /// TMA loads issued and not yet landed: their events still refer to the CTA.
+    pub tma_in_flight: u32,
 }
 
 /// One SM's shared units and its CTA slots.
@@ -155,4 +161,122 @@ pub(crate) struct Partition {
     /// fraction of a cycle owed so far.
     pub issue_free: u64,
     pub issue_debt: f64,
+}
+
+/// The warps, warpgroups or CTAs alive now, by engine-wide id. Ids grow with launch order and
+/// are never reused, so an event still queued for a retired agent cannot reach a new one (and
+/// GTO's "oldest" stays the lowest id); a retired agent's entry is dropped, and the run of
+/// dropped entries before the oldest live one is given back, so memory follows the resident
+/// CTAs, not the grid.
+pub(crate) struct Live<T> {
+    /// The id of `items[0]`.
+    base: u32,
+    items: Vec<Option<T>>,
+    /// Leading `None`s of `items`, given back once they are half of it (amortized O(1)).
+    dead: usize,
+}
+
+impl<T> Default for Live<T> {
+    fn default() -> Self {
+        Live {
+            base: 0,
+            items: Vec::new(),
+            dead: 0,
+        }
+    }
+}
+
+impl<T> Live<T> {
+    /// The id the next pushed entry gets.
+    pub fn next_id(&self) -> u32 {
+        self.base + self.items.len() as u32
+    }
+
+    pub fn push(&mut self, t: T) -> u32 {
+        let id = self.next_id();
+        self.items.push(Some(t));
+        id
+    }
+
+    pub fn get(&self, id: u32) -> Option<&T> {
+        let i = id.checked_sub(self.base)? as usize;
+        self.items.get(i)?.as_ref()
+    }
+
+    /// Drops the entries of `ids`, which must be live.
+    pub fn remove(&mut self, ids: std::ops::Range<u32>) {
+        for id in ids {
+            self.items[(id - self.base) as usize] = None;
+        }
+        while self.items.get(self.dead).is_some_and(Option::is_none) {
+            self.dead += 1;
+        }
+        if self.dead > 0 && self.dead * 2 >= self.items.len() {
+            self.items.drain(..self.dead);
+            self.base += self.dead as u32;
+            self.dead = 0;
+        }
+    }
+
+    /// The live entries in id order.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &T)> {
+        let base = self.base;
+        self.items
+            .iter()
+            .enumerate()
+            .filter_map(move |(i, t)| Some((base + i as u32, t.as_ref()?)))
+    }
+}
+
+impl<T> std::ops::Index<usize> for Live<T> {
+    type Output = T;
+    fn index(&self, id: usize) -> &T {
+        self.items[id - self.base as usize]
+            .as_ref()
+            .expect("an agent's state is dropped only once nothing refers to it")
+    }
+}
+
+impl<T> std::ops::IndexMut<usize> for Live<T> {
+    fn index_mut(&mut self, id: usize) -> &mut T {
+        self.items[id - self.base as usize]
+            .as_mut()
+            .expect("an agent's state is dropped only once nothing refers to it")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Live;
+
+    #[test]
+    fn ids_are_never_reused_and_retired_entries_are_given_back() {
+        let mut live = Live::default();
+        for round in 0..100u32 {
+            let first = live.push(round * 10);
+            for i in 1..10 {
+                assert_eq!(live.push(round * 10 + i), first + i);
+            }
+            // The oldest entry lives on; the rest of each round retires.
+            live.remove(first + 1..first + 10);
+        }
+        assert_eq!(live.next_id(), 1000);
+        assert_eq!(live.get(995), None);
+        assert_eq!(live[990], 990);
+        assert_eq!(live.iter().count(), 100);
+        // Once the retired entries before the oldest live one are half of the table, they go.
+        for id in (0..490).step_by(10) {
+            live.remove(id..id + 1);
+        }
+        assert_eq!(live.items.len(), 1000);
+        live.remove(490..491);
+        assert_eq!(live.items.len(), 500);
+        assert_eq!(live.get(0), None);
+        assert_eq!(live[500], 500);
+        for id in (500..1000).step_by(10) {
+            live.remove(id..id + 1);
+        }
+        assert!(live.items.is_empty());
+        assert_eq!(live.push(7), 1000);
+    }
 }

@@ -1,5 +1,6 @@
 //! What a run hands back: cycles, per-unit busy time, per-warp state cycles, traffic.
 
+use super::state::Warp;
 use super::Engine;
 use crate::gpu::cta_scheduler::Occupancy;
 use crate::memory::system::MemStats;
@@ -57,6 +58,60 @@ impl WarpResult {
     }
 }
 
+/// Warps whose own results a run keeps (the first by launch order); every warp counts in its
+/// role's [`RoleTotals`]. Per-warp results of a huge grid would take memory in proportion to
+/// the grid, not to the CTAs resident at once.
+pub const MAX_WARP_RESULTS: usize = 1 << 14;
+
+/// One role's warps, summed.
+#[derive(Clone, Debug)]
+pub struct RoleTotals {
+    pub warps: u32,
+    pub cycles: [u64; State::COUNT],
+    pub lifetime: u64,
+    pub issued: u64,
+    /// `mbarrier_wait` cycles by mbarrier array, in declaration order.
+    pub mbarrier_waits: Vec<u64>,
+    /// `wgmma_wait` cycles at a `Wgmma`'s issue.
+    pub wgmma_issue_waits: u64,
+}
+
+impl RoleTotals {
+    pub fn new(mbarriers: usize) -> Self {
+        RoleTotals {
+            warps: 0,
+            cycles: [0; State::COUNT],
+            lifetime: 0,
+            issued: 0,
+            mbarrier_waits: vec![0; mbarriers],
+            wgmma_issue_waits: 0,
+        }
+    }
+
+    fn add(&mut self, w: &WarpResult) {
+        self.warps += 1;
+        for (t, c) in self.cycles.iter_mut().zip(w.cycles) {
+            *t += c;
+        }
+        self.lifetime += w.lifetime;
+        self.issued += w.issued;
+        for (t, c) in self.mbarrier_waits.iter_mut().zip(&w.mbarrier_waits) {
+            *t += c;
+        }
+        self.wgmma_issue_waits += w.wgmma_issue_waits;
+    }
+
+    /// `wgmma_wait` cycles at a `Wgmma`'s issue and in `wgmma.wait_group`, as
+    /// [`WarpResult::wgmma_waits`].
+    pub fn wgmma_waits(&self) -> [(&'static str, u64); 2] {
+        let total = self.cycles[State::WgmmaWait as usize];
+        [
+            ("issue", self.wgmma_issue_waits),
+            ("wait_group", total - self.wgmma_issue_waits),
+        ]
+    }
+}
+
 /// The result of a completed run.
 #[derive(Clone, Debug)]
 pub struct RunStats {
@@ -65,7 +120,12 @@ pub struct RunStats {
     pub sms_used: u32,
     /// CTAs each SM ran, by SM.
     pub ctas_per_sm_run: Vec<u32>,
+    /// The first [`MAX_WARP_RESULTS`] warps' results, in launch order.
     pub warps: Vec<WarpResult>,
+    /// Warps launched beyond those in `warps`.
+    pub warps_omitted: u64,
+    /// Totals over every warp, by role in the kernel's order.
+    pub roles: Vec<RoleTotals>,
     pub units: UnitBusy,
     pub partitions: u32,
     pub flops: u64,
@@ -76,9 +136,43 @@ pub struct RunStats {
 }
 
 impl Engine<'_> {
+    fn warp_result(&self, w: &Warp, end: u64) -> WarpResult {
+        WarpResult {
+            cta: self.ctas[w.cta as usize].block,
+            sm: w.sm,
+            mbarrier_waits: w.mbar_wait.clone(),
+            wgmma_issue_waits: w.wgmma_issue_wait,
+            role: self.k.roles[w.role as usize].name.clone(),
+            name: self.warp_name(w),
+            cycles: w.acct.cycles_at(end),
+            lifetime: w.acct.lifetime_at(end),
+            issued: w.issued,
+        }
+    }
+
+    /// Adds warp `id`'s results (final once it has exited, up to `end` if not) to its role's
+    /// totals and, for the first warps, keeps them.
+    fn account(&mut self, id: u32, end: u64) {
+        let w = &self.warps[id as usize];
+        let r = self.warp_result(w, end);
+        self.role_totals[w.role as usize].add(&r);
+        let i = id as usize;
+        if i < MAX_WARP_RESULTS {
+            if self.warp_results.len() <= i {
+                self.warp_results.resize(i + 1, None);
+            }
+            self.warp_results[i] = Some(r);
+        }
+    }
+
+    /// A warp exited: its results are final.
+    pub(crate) fn account_warp(&mut self, id: u32) {
+        self.account(id, self.now);
+    }
+
     /// The run's results; `stopped`: it failed during cycle `now`, whose issues and bookings
     /// then count (a run that completes ends after its last cycle with work in it).
-    pub(crate) fn finish(self, stopped: bool) -> RunStats {
+    pub(crate) fn finish(mut self, stopped: bool) -> RunStats {
         // The last cycle anything happened, or later if booked work was still running. A run
         // stopped by an error has worked through cycle `now` itself: without it, what issued
         // in that cycle would count over one cycle too few (a 4-cycle run issuing in all four
@@ -100,29 +194,27 @@ impl Engine<'_> {
             l2_port: mem.port_busy_total,
             issue: self.parts.iter().map(|pt| pt.issued).sum(),
         };
-        let warps = self
+        // A run that stopped early has warps still live: their results run up to its end.
+        let live: Vec<u32> = self
             .warps
             .iter()
-            .map(|w| {
-                let role = &self.k.roles[w.role as usize];
-                WarpResult {
-                    cta: self.ctas[w.cta as usize].block,
-                    sm: w.sm,
-                    mbarrier_waits: w.mbar_wait.clone(),
-                    wgmma_issue_waits: w.wgmma_issue_wait,
-                    role: role.name.clone(),
-                    name: self.warp_name(w),
-                    cycles: w.acct.cycles_at(end),
-                    lifetime: w.acct.lifetime_at(end),
-                    issued: w.issued,
-                }
-            })
+            .filter(|(_, w)| w.acct.exited().is_none())
+            .map(|(id, _)| id)
+            .collect();
+        for id in live {
+            self.account(id, end);
+        }
+        let warps: Vec<WarpResult> = std::mem::take(&mut self.warp_results)
+            .into_iter()
+            .flatten()
             .collect();
         RunStats {
             cycles: end,
             sms_used: self.sms.iter().filter(|sm| sm.launched > 0).count() as u32,
             ctas_per_sm_run: self.sms.iter().map(|sm| sm.launched).collect(),
+            warps_omitted: u64::from(self.warps.next_id()) - warps.len() as u64,
             warps,
+            roles: std::mem::take(&mut self.role_totals),
             units,
             partitions: p.sm.partitions,
             flops: self.sms.iter().map(|sm| sm.tensor.flops()).sum::<u64>() + self.mma_flops,

@@ -75,6 +75,12 @@ pub struct TraceReport {
     pub events: u64,
     /// Set when the trace holds only some SMs' warps by default: which, and how to get all.
     pub limited: Option<String>,
+    /// Set when the trace reached its size limit (`max_bytes`): the cycle of the first event
+    /// it left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated_at: Option<u64>,
+    #[serde(skip)]
+    pub max_bytes: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -218,8 +224,8 @@ impl Report {
         .collect();
 
         let mut roles: BTreeMap<String, Role> = BTreeMap::new();
-        for w in &s.warps {
-            let r = roles.entry(w.role.clone()).or_insert_with(|| Role {
+        for (role, w) in k.roles.iter().zip(&s.roles).filter(|(_, w)| w.warps > 0) {
+            let r = roles.entry(role.name.clone()).or_insert_with(|| Role {
                 warps: 0,
                 lifetime: 0,
                 instructions: 0,
@@ -242,7 +248,7 @@ impl Report {
                     *r.mbarrier_waits.entry(m.name.clone()).or_default() += c;
                 }
             }
-            r.warps += 1;
+            r.warps += w.warps;
             r.lifetime += w.lifetime;
             r.instructions += w.issued;
             for st in State::ALL {
@@ -548,6 +554,14 @@ impl Report {
             );
             if let Some(l) = &t.limited {
                 let _ = writeln!(o, "  the trace holds the {l}");
+            }
+            if let Some(at) = t.truncated_at {
+                let _ = writeln!(
+                    o,
+                    "  the trace stops at cycle {}: it reached its size limit of {} MiB (--trace-max-mb to raise it); the report above covers the whole run",
+                    grouped(at),
+                    t.max_bytes >> 20
+                );
             }
         }
         o

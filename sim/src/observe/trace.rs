@@ -30,8 +30,34 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// Default of the trace's size limit ([`Tracer::create`]), in MiB of uncompressed JSON: about
+/// the most ui.perfetto.dev and `sim report` still open.
+pub const DEFAULT_TRACE_MAX_MB: u64 = 1024;
+
 /// Shortest merged slice at the `warps` level, in cycles.
 pub const MIN_SLICE: u64 = 64;
+/// What a finished trace holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Written {
+    pub events: u64,
+    /// The cycle of the first event the size limit left out, if it was reached.
+    pub truncated_at: Option<u64>,
+}
+
+/// Counts the bytes written through it.
+struct Counted<'a, W>(&'a mut W, &'a mut u64);
+
+impl<W: Write> Write for Counted<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.0.write(buf)?;
+        *self.1 += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
 /// The process id of GPU-wide counter tracks.
 pub const GPU_PID: u32 = 100_000;
 /// Thread ids of the SMs' event threads start here, above any warp's.
@@ -288,13 +314,19 @@ pub struct Tracer {
     groups: BTreeMap<u32, Groups>,
     next_id: u64,
     events: u64,
+    /// Bytes of events written, the limit, and the cycle of the first event left out past it.
+    bytes: u64,
+    max_bytes: u64,
+    truncated_at: Option<u64>,
     error: Option<io::Error>,
 }
 
 impl Tracer {
     /// A tracer writing the trace at `path` (gzip-compressed when it ends in `.gz`); missing
-    /// directories are created.
-    pub fn create(path: &Path, filter: Filter) -> io::Result<Tracer> {
+    /// directories are created. Once its events reach `max_bytes` of JSON (before compression)
+    /// it writes no more of them, only the summary at the end (a spinning kernel's trace would
+    /// otherwise fill the disk).
+    pub fn create(path: &Path, filter: Filter, max_bytes: u64) -> io::Result<Tracer> {
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
         if let Some(dir) = dir {
             std::fs::create_dir_all(dir)?;
@@ -327,6 +359,9 @@ impl Tracer {
             groups: BTreeMap::new(),
             next_id: 0,
             events: 0,
+            bytes: 0,
+            max_bytes,
+            truncated_at: None,
             error: None,
         })
     }
@@ -340,15 +375,19 @@ impl Tracer {
     }
 
     fn write(&mut self, e: &Event) {
-        if self.error.is_some() {
+        if self.error.is_some() || self.truncated_at.is_some() {
+            return;
+        }
+        if self.bytes >= self.max_bytes {
+            self.truncated_at = Some(e.ts.0);
             return;
         }
         let sep: &[u8] = if self.first { b"" } else { b",\n" };
         self.first = false;
-        let r = self
-            .out
+        let mut out = Counted(&mut self.out, &mut self.bytes);
+        let r = out
             .write_all(sep)
-            .and_then(|()| serde_json::to_writer(&mut self.out, e).map_err(io::Error::from));
+            .and_then(|()| serde_json::to_writer(&mut out, e).map_err(io::Error::from));
         if let Err(err) = r {
             self.error = Some(err);
         }
@@ -701,9 +740,9 @@ impl Tracer {
     }
 
     /// Ends the trace: flushes merged slices, writes `otherData` and puts the file in place.
-    /// Returns the number of events written. On an error the temporary file is removed and the
-    /// trace at the path, if any, is left as it was.
-    pub fn finish(self, other: Value) -> io::Result<u64> {
+    /// Returns what it holds. On an error the temporary file is removed and the trace at the
+    /// path, if any, is left as it was.
+    pub fn finish(self, other: Value) -> io::Result<Written> {
         let temporary = self.temporary.clone();
         let r = self.write_end(other);
         if r.is_err() {
@@ -712,7 +751,7 @@ impl Tracer {
         r
     }
 
-    fn write_end(mut self, other: Value) -> io::Result<u64> {
+    fn write_end(mut self, mut other: Value) -> io::Result<Written> {
         for id in 0..self.warps.len() as u32 {
             self.flush(id);
             // Ends past the warp's last slice (none are expected): still written, so that every
@@ -730,6 +769,9 @@ impl Tracer {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
+        if let Some(at) = self.truncated_at {
+            other["truncated"] = json!({ "at_cycle": at, "max_bytes": self.max_bytes });
+        }
         let tail = json!({ "displayTimeUnit": "ns", "otherData": other });
         let Value::Object(tail) = tail else {
             unreachable!("json! of an object literal is an object")
@@ -742,7 +784,10 @@ impl Tracer {
         self.out.write_all(b"}\n")?;
         self.out.close()?;
         std::fs::rename(&self.temporary, &self.path)?;
-        Ok(self.events)
+        Ok(Written {
+            events: self.events,
+            truncated_at: self.truncated_at,
+        })
     }
 }
 

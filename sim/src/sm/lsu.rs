@@ -119,6 +119,9 @@ impl Engine<'_> {
                 let ready = self.mem.write(sm, self.now, addr, 4, &mut self.rng);
                 let old = self.counters[c];
                 self.counters[c] = old.checked_add(add).ok_or(Fault::CounterOverflow)?;
+                if add != 0 {
+                    self.last_progress = self.now;
+                }
                 self.ctas[cta].atomics[c].push((old, ready));
                 (old, ready)
             }

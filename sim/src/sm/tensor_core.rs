@@ -310,9 +310,11 @@ impl Engine<'_> {
     pub(crate) fn on_hgmma_released(&mut self, warpgroup: u32) {
         let g = &mut self.wgs[warpgroup as usize];
         g.released += 1;
+        let cta = g.cta;
         for w in reached(&mut g.issue_waiters, g.released) {
             self.wake_at(w, self.now);
         }
+        self.drop_cta(cta);
     }
 
     /// An HGMMA's results are visible: wake the warpgroup's warps whose wait_group it ends.
@@ -322,11 +324,13 @@ impl Engine<'_> {
         });
         let g = &mut self.wgs[h.warpgroup as usize];
         g.completed += 1;
-        let group = g.completed;
+        let (group, cta) = (g.completed, g.cta);
         for w in reached(&mut g.waiters, group) {
             self.record(Hook::WgmmaWaitReleased { warp: w, group });
             self.wake_at(w, self.now);
         }
+        self.last_progress = self.now;
+        self.drop_cta(cta);
     }
 }
 

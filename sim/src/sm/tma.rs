@@ -155,6 +155,7 @@ impl Engine<'_> {
             chunks.push((ready, size));
         }
         let last = chunks.iter().map(|c| c.0).max().unwrap_or(at);
+        self.ctas[cta as usize].tma_in_flight += 1;
         let done = TmaDone {
             bytes: op.bytes,
             slot,
@@ -235,6 +236,9 @@ impl Engine<'_> {
         if let Err(finding) = self.complete_tx(cta, bar, done.bytes) {
             self.hazard_at((done.warp, done.pc), cta, finding);
         }
+        self.ctas[cta as usize].tma_in_flight -= 1;
+        self.last_progress = self.now;
+        self.drop_cta(cta);
     }
 }
 
