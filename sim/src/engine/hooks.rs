@@ -76,7 +76,8 @@ pub enum Hook {
     NamedBarrierArrived { warp: u32, id: usize, sync: bool },
     /// Named barrier `id` reached its thread count.
     NamedBarrierReleased { cta: u32, id: usize, threads: u32 },
-    /// The last warp of CTA `cta` exited.
+    /// CTA `cta` is gone: its last warp exited and none of its TMA loads or HGMMAs is still
+    /// in flight (so no later hook names it).
     CtaRetired { cta: u32 },
 }
 

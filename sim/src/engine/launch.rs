@@ -160,7 +160,6 @@ impl Engine<'_> {
         self.last_progress = self.now;
         self.ctas[cta].live_warps -= 1;
         if self.ctas[cta].live_warps == 0 {
-            self.record(Hook::CtaRetired { cta: cta as u32 });
             self.drop_cta(cta as u32);
             self.retired += 1;
             let gap = self.p.sm.cta_launch_gap;
@@ -177,7 +176,8 @@ impl Engine<'_> {
 
     /// Drops a retired CTA's state, with its warps' and warpgroups', once no queued event
     /// refers to it: its TMA loads have landed and its HGMMAs are released and complete (a
-    /// kernel may exit with either in flight).
+    /// kernel may exit with either in flight). Then, not at its last warp's exit, the observers
+    /// hear `CtaRetired`.
     pub(crate) fn drop_cta(&mut self, cta: u32) {
         let c = &self.ctas[cta as usize];
         let drained = |g: &WarpGroup| g.released == g.submitted && g.completed == g.submitted;
@@ -188,6 +188,8 @@ impl Engine<'_> {
             return;
         }
         let (warps, wgs) = (c.warps.clone(), c.wgs.clone());
+        // The observers forget it too (the sanitizer's per-CTA state), after its last event.
+        self.record(Hook::CtaRetired { cta });
         self.warps.remove(warps);
         self.wgs.remove(wgs);
         self.ctas.remove(cta..cta + 1);
