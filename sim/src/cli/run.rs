@@ -4,6 +4,7 @@ use super::emit;
 use super::scenario::ScenarioArgs;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sim::engine::Progress;
+use sim::observe::diff;
 use sim::observe::trace::{Filter, Level, DEFAULT_TRACE_MAX_MB};
 use sim::run::{self, TraceOptions};
 use std::io::IsTerminal;
@@ -23,6 +24,9 @@ pub struct Args {
     /// Print the report as one JSON object (see docs/cli.md).
     #[arg(long)]
     json: bool,
+    /// After the summary, this run against an earlier one's `--json` report (as `sim diff`).
+    #[arg(long, value_name = "FILE", conflicts_with = "json")]
+    baseline: Option<PathBuf>,
     #[command(flatten)]
     trace: TraceArgs,
 }
@@ -82,6 +86,8 @@ fn parse_range(s: &str) -> Result<Range<u64>, String> {
 }
 
 pub fn run(a: &Args) -> anyhow::Result<()> {
+    // A baseline that cannot be read fails before the run, not after it.
+    let baseline = a.baseline.as_ref().map(|p| diff::load(p)).transpose()?;
     let mut opts = a.scenario.options(a.clock_mhz);
     opts.trace = a.trace.options();
     let bar = progress_bar();
@@ -102,10 +108,17 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
     }
     let report = result?;
     if a.json {
-        emit(&(report.to_json() + "\n"))
-    } else {
-        emit(&report.summary())
+        return emit(&(report.to_json() + "\n"));
     }
+    let mut out = report.summary();
+    if let (Some(path), Some(base)) = (&a.baseline, &baseline) {
+        let name = a.scenario.file.display().to_string();
+        let current = serde_json::to_value(&report)?;
+        let d = diff::compare((&path.display().to_string(), base), (&name, &current));
+        out += &format!("\ncompared with {}:\n", path.display());
+        out += &diff::render(&d, false);
+    }
+    emit(&out)
 }
 
 /// A progress bar on stderr, only when stderr is a terminal.
