@@ -1,12 +1,12 @@
 // An FA3-class attention forward main loop on one SM, written after FlashAttention-3's Hopper
 // kernel (hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp, Dao-AILab/flash-attention), so that its two
 // techniques can be switched off one at a time on the chip: head dim 128, 128 query rows per
-// CTA, KV blocks of 128, 2 K/V stages (3 in the `_s3` rows). One producer warpgroup whose thread 0 issues the TMA
-// loads (Q once; K_j and V_j^T per block, 128-byte swizzle), two consumer warpgroups of 64 query
-// rows each: S = Q K_j^T (8 SS wgmma m64n128k16), the online softmax in registers (the
-// instruction mix of cuDNN's FA3-class kernel, as softmax.cu: FMNMX tree, 2 SHFL.BFLY rounds,
-// FMUL + FADD + MUFU.EX2 per score, FADD row sums, F2FP packs, FMUL rescaling O), P converted to
-// bf16 in registers and O += P V_j (8 RS wgmma m64n128k16).
+// CTA, KV blocks of 128, 2 K/V stages (3 in the `_s3` rows). One producer warpgroup whose
+// thread 0 issues the TMA loads (Q once; K_j and V_j^T per block, 128-byte swizzle), two
+// consumer warpgroups of 64 query rows each: S = Q K_j^T (8 SS wgmma m64n128k16), the online
+// softmax in registers (the instruction mix of cuDNN's FA3-class kernel, as softmax.cu: FMNMX
+// tree, 2 SHFL.BFLY rounds, FMUL + FADD + MUFU.EX2 per score, FADD row sums, F2FP packs, FMUL
+// rescaling O), P converted to bf16 in registers and O += P V_j (8 RS wgmma m64n128k16).
 //
 //   pingpong       FA3's warp-scheduler barriers (bar.sync on the warpgroup's own named
 //                  barrier before its GEMMs, bar.arrive on the other's after them; only the
@@ -41,13 +41,6 @@ constexpr int kBm = 128, kBn = 128, kHd = 128;
 constexpr int kTile = 128 * 64 * 2;  // one 128 x 64 bf16 box, 16 KiB
 constexpr int kBlockBytes = 2 * kTile;  // K_j or V_j^T: 32 KiB
 
-__device__ __forceinline__ uint64_t desc_sw128(uint32_t addr) {
-  return ((uint64_t)((addr & 0x3FFFF) >> 4)) | ((uint64_t)1 << 16) | ((uint64_t)(1024 >> 4) << 32) |
-         ((uint64_t)1 << 62);
-}
-__device__ __forceinline__ void arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
 __device__ __forceinline__ void named_sync(int id) { asm volatile("bar.sync %0, 256;" ::"r"(id) : "memory"); }
 __device__ __forceinline__ void named_arrive(int id) { asm volatile("bar.arrive %0, 256;" ::"r"(id) : "memory"); }
 __device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
@@ -307,11 +300,6 @@ __global__ void __launch_bounds__(384, 1) fa3_kernel(const __grid_constant__ CUt
   if (t == 1.2345f) p.sink[threadIdx.x] = t;
 }
 
-static uint16_t to_bf16(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
-}
 
 constexpr int kMaxBlocks = 64, kSeq = kMaxBlocks * kBn;
 static unsigned long long* g_out;

@@ -31,18 +31,6 @@
 
 constexpr int kBm = 128, kBk = 64, kMaxStages = 6;
 
-// K-major operand with the 128-byte swizzle: rows of 128 B (64 bf16), 8-row atoms 1024 B apart
-// (stride byte offset), leading byte offset unused (1), layout type 1 (SWIZZLE_128B) in bits
-// 62-63; a k-step of 16 elements advances the start address by 32 bytes.
-__device__ __forceinline__ uint64_t desc_sw128(uint32_t addr) {
-  return ((uint64_t)((addr & 0x3FFFF) >> 4)) | ((uint64_t)1 << 16) | ((uint64_t)(1024 >> 4) << 32) |
-         ((uint64_t)1 << 62);
-}
-
-__device__ __forceinline__ void arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-
 enum { kFull, kNoMma, kNoTma, kMmaOnly };
 
 struct Params {
@@ -143,11 +131,6 @@ __global__ void __launch_bounds__(384, 1) ws_kernel(const __grid_constant__ CUte
   }
 }
 
-static uint16_t to_bf16(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
-}
 static float from_bf16(uint16_t h) {
   uint32_t u = (uint32_t)h << 16;
   float f;

@@ -48,10 +48,6 @@ static const char* kNames[kVariants] = {
     "stream_same4_1row", "self_expect_wait",
     "wg_arrive_wait",   "cta_arrive_wait", "warp_arrive_wait", "empty"};
 
-__device__ __forceinline__ void arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-
 __device__ __forceinline__ void wait_test(uint32_t bar, uint32_t parity) {
   for (;;) {
     uint32_t ok;

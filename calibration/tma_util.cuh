@@ -1,13 +1,34 @@
-// TMA and mbarrier helpers shared by tma.cu and smem_port.cu: mbarrier init / arrive.expect_tx /
-// a try_wait loop that gives up after about a second (counted in g_timeouts, which each program
-// prints as `# mbarrier_wait_timeouts`), one cp.async.bulk.tensor.2d tile load, and a 2-D bf16
-// tensor map through the runtime's driver entry point (no -lcuda needed).
+// TMA, mbarrier and wgmma helpers shared by the calibration programs: mbarrier init, arrive and
+// arrive.expect_tx, a try_wait loop that gives up after about a second (counted in g_timeouts,
+// which each program prints as `# mbarrier_wait_timeouts`), one cp.async.bulk.tensor.2d tile
+// load, a 2-D bf16 tensor map through the runtime's driver entry point (no -lcuda needed), the
+// 128-byte-swizzle wgmma descriptor and the host's bf16 rounding.
 #pragma once
 #include "common.cuh"
 #include <cuda.h>
 #include <cudaTypedefs.h>
+#include <cstring>
 
 __device__ unsigned g_timeouts;
+
+// K-major operand with the 128-byte swizzle: rows of 128 B (64 bf16), 8-row atoms 1024 B apart
+// (stride byte offset), leading byte offset unused (1), layout type 1 (SWIZZLE_128B) in bits
+// 62-63; a k-step of 16 elements advances the start address by 32 bytes.
+__device__ __forceinline__ uint64_t desc_sw128(uint32_t addr) {
+  return ((uint64_t)((addr & 0x3FFFF) >> 4)) | ((uint64_t)1 << 16) | ((uint64_t)(1024 >> 4) << 32) |
+         ((uint64_t)1 << 62);
+}
+
+__device__ __forceinline__ void arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+
+// Host: round-to-nearest-even float to bf16 bits.
+static inline uint16_t to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+}
 
 __device__ __forceinline__ uint32_t saddr(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
