@@ -210,7 +210,7 @@ static void sweep(int max_stages) {
     }
   }
   const char* parts[] = {"full", "no_mma", "no_tma", "mma_only"};
-  for (int stages : {2, 4, max_stages})
+  for (int stages = 1; stages <= max_stages; ++stages)
     for (int mode = kNoMma; mode <= kMmaOnly; ++mode) {
       std::vector<double> w4, w8;
       for (int rep = 0; rep < 3; ++rep) {

@@ -1,7 +1,7 @@
 //! Every microbenchmark row of the validation, in table order: its group, the measured row it
 //! reads, the twin and the parameters that reproduce it, and its metric.
 
-use super::spec::{Measured, Metric, Spec};
+use super::spec::{Measured, Metric, Spec, TwinRole};
 
 /// Bytes one pass of gmem.ron's test 1 or 2 reads: every CTA reads whole batches of 256
 /// warp-loads of 512 bytes, of the whole buffer (`same`) or of its slice.
@@ -740,6 +740,63 @@ pub(super) fn specs() -> Vec<Spec> {
             },
         );
     }
+    // Two warpgroups sharing the tensor pipe (calibration/wgmma_arb.cu): when each one's group
+    // of wgmmas completes, counted from the first one's start. The case names the forms, the
+    // HGMMAs of each and N; the twin's second warpgroup starts as late as the chip's did
+    // (its start stamp less the first one's, in cycles).
+    for (case, delay) in [
+        ("ss8_ss0_n128_d0", 0),
+        ("ss16_ss0_n128_d0", 0),
+        ("rs8_ss0_n128_d0", 0),
+        ("ss4_ss0_n128_d0", 0),
+        ("ss8_ss0_n256_d0", 0),
+        ("ss8_ss8_n128_d0", 0),
+        ("ss8_ss8_n128_d128", 72),
+        ("ss8_ss8_n128_d256", 128),
+        ("ss16_ss4_n128_d0", 2),
+        ("ss16_ss4_n128_d100", 118),
+        ("ss16_ss4_n128_d200", 210),
+        ("ss16_ss4_n128_d400", 358),
+        ("ss32_ss4_n128_d300", 285),
+        ("ss8_rs8_n128_d0", 3),
+        ("ss8_rs8_n128_d200", 106),
+        ("rs16_ss4_n128_d200", 144),
+        ("ss16_rs4_n128_d200", 140),
+        ("ss8_ss2_n256_d200", 205),
+    ] {
+        let parts: Vec<&str> = case.split('_').collect();
+        let form = |p: &str| {
+            (
+                i64::from(p.starts_with("rs")),
+                p[2..].parse::<i64>().unwrap_or(0),
+            )
+        };
+        let ((rs0, g0), (rs1, g1)) = (form(parts[0]), form(parts[1]));
+        let n = parts[2][1..].parse::<i64>().unwrap_or(128);
+        let twin = sets(&[
+            ("n", n),
+            ("g0", g0),
+            ("g1", g1),
+            ("rs0", rs0),
+            ("rs1", rs1),
+            ("delay", delay),
+        ]);
+        let label = format!("{}+{} n{n} +{delay}", parts[0], parts[1]);
+        let start = format!("{case}_wg0_start");
+        let ends = [("wg0", TwinRole::First), ("wg1", TwinRole::Mma)];
+        for (wg, role) in ends.into_iter().take(if g1 > 0 { 2 } else { 1 }) {
+            add(
+                "wgmma_arb",
+                format!("{wg} done, {label}"),
+                "cycles",
+                "wgmma_arb",
+                Measured::Between("wgmma_arb", start.clone(), format!("{case}_{wg}_done")),
+                "wgmma_arb",
+                twin.clone(),
+                Metric::Lifetime(role),
+            );
+        }
+    }
     // Whole kernels, the check of the mechanisms above. FA3-class attention (head dim 128,
     // 2048 tiles of 128 query rows on 132 SMs): the chip's FLOP per SM-cycle over the whole run
     // times 16 / 15.52 (the busiest SM's tiles over the mean) is its steady state; the twin's
@@ -856,6 +913,25 @@ pub(super) fn specs() -> Vec<Spec> {
                 v("ws_ktile_warm", &format!("n{bn}_s{st}")),
                 "gemm_ws",
                 sets(&[("bn", bn), ("stages", st), ("warm", 1)]),
+                Metric::Slope {
+                    key: "k",
+                    lo: 4096,
+                    hi: 8192,
+                    per: 64.0,
+                    minus: 0.0,
+                },
+            );
+        }
+        // The TMA ring alone: the consumers release each stage as it lands (no wgmma).
+        for st in stages.clone() {
+            add(
+                "tma_ring",
+                format!("ws_ktile_parts no_mma bn {bn} stages {st}"),
+                "cycles/k-tile",
+                "gemm_ws",
+                v("ws_ktile_parts", &format!("n{bn}_s{st}_no_mma")),
+                "gemm_ws",
+                sets(&[("bn", bn), ("stages", st), ("warm", 1), ("mma", 0)]),
                 Metric::Slope {
                     key: "k",
                     lo: 4096,

@@ -56,6 +56,10 @@ const STORED: &[(&str, &str)] = &[
         include_str!("../../../calibration/data/h200-gemm_ws.csv"),
     ),
     (
+        "wgmma_arb",
+        include_str!("../../../calibration/data/h200-wgmma_arb.csv"),
+    ),
+    (
         "memsys",
         include_str!("../../../calibration/data/h200-memsys.csv"),
     ),

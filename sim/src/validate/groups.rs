@@ -197,6 +197,23 @@ pub(super) const GROUPS: &[Group] = &[
                to 950): how DRAM pages and channels hold a box is not yet known",
     },
     Group {
+        name: "wgmma_arb",
+        bound: Bound::None,
+        note: "not modeled: two warpgroups of one CTA each issue a group of back-to-back wgmma \
+               m64nNk16 (calibration/wgmma_arb.cu). A warpgroup that starts while the other \
+               has its 7 HGMMAs in flight waits for room (the chip's window is shared, the \
+               model's is per warpgroup): 4 HGMMAs started 358 cycles into another's 16 \
+               complete at 1360 cycles, after all of the other's (1090), where the model slips \
+               them in (1145, the other's 1337); started 118 cycles in they complete at 1243, \
+               the model 889. Started together, the chip serves one warpgroup ahead of the \
+               other (822 and 1093 cycles for 8 each), the model interleaves them (1081, 1017). \
+               A per-partition window shared by the warpgroups, with the oldest warp served \
+               first, fits the late starts and misses the rest (14.6% against 13.8%) and \
+               changes FA3 without barriers (no ping-pong, no overlap: 2,784 cycles a block \
+               against the chip's 3,385): which waiting warpgroup the chip serves is not yet \
+               known",
+    },
+    Group {
         name: "fa3",
         bound: Bound::Relative(0.15),
         note: "whole kernel (calibration/fa3.cu, written after FlashAttention-3's mainloop): \
@@ -204,7 +221,8 @@ pub(super) const GROUPS: &[Group] = &[
                with ping-pong and intra-warpgroup overlap, and with each or both off, against \
                fa3_pingpong.ron at bn 128. Without ping-pong the chip's consumers settle into \
                alternation (2,525 cycles, this build) or into lockstep (3,102, an earlier build \
-               of the same code: h200-fa3_first.csv); the model alternates. The chip gains \
+               of the same code: h200-fa3_first.csv, and 3,112 rebuilt unchanged: \
+               h200-fa3_rebuild.csv); the model alternates. The chip gains \
                4.4% from a third stage with both techniques, the model nothing",
     },
     Group {
@@ -212,7 +230,7 @@ pub(super) const GROUPS: &[Group] = &[
         bound: Bound::Relative(0.05),
         note: "whole kernel (calibration/gemm_ws.cu): cycles per k-tile of one CTA of \
                gemm_ws's structure with A and B in L2, with the stages that keep the tensor \
-               pipe fed (BN 128: 4 to 6, BN 256: 3 and 4): 537 to 539 and 1024 on the chip \
+               pipe fed (BN 128: 4 to 6, BN 256: 3 and 4): 535 to 538 and 1024 on the chip \
                against the tensor bound of 512 and 1024",
     },
     Group {
@@ -220,16 +238,29 @@ pub(super) const GROUPS: &[Group] = &[
         bound: Bound::None,
         note: "not modeled: with fewer stages a stage's round trip binds (the TMA loads, the \
                consumers' wake, their wgmmas, the release, the producer's wake): BN 128 with 1, \
-               2, 3 stages takes 1512, 1106, 573 cycles per k-tile on the chip, the model 1348, \
-               822, 512, with the issuing thread's mbarrier and TMA costs as measured \
-               (mbarrier_ops); what else the chip's round trip holds is not yet found",
+               2, 3 stages takes 1526, 1109, 571 cycles per k-tile on the chip, the model 1355, \
+               829, 512, with the issuing thread's mbarrier and TMA costs as measured \
+               (mbarrier_ops). Without the wgmmas the ring's round trip is ~85 cycles longer on \
+               the chip than in the model (tma_ring); the rest is not yet found",
     },
     Group {
         name: "gemm_ws_cold",
         bound: Bound::None,
-        note: "not modeled: the same kernel at K = 4096 from DRAM: 6 to 34% slower on the chip \
+        note: "not modeled: the same kernel at K = 4096 from DRAM: 7 to 33% slower on the chip \
                with 1 to 5 stages (BN 128); a 16 KiB TMA box from DRAM lands in 1247 cycles on \
                the chip, 944 in the model (latency: tma_lat_hbm)",
+    },
+    Group {
+        name: "tma_ring",
+        bound: Bound::None,
+        note: "not modeled: gemm_ws.cu's ring without wgmma (the consumers release each stage \
+               as it lands; one thread loads A and B, 16 KiB each at BN 128, 16 and 32 KiB at \
+               BN 256): a stage's round trip takes 875 (BN 128) and 1027 (BN 256) cycles on the \
+               chip with one stage, 786 and 943 in the model, about 85 cycles more in both; \
+               from 3 stages the ring streams 85.6 B/cycle at BN 128 and 108 at BN 256 (383 \
+               and 455 cycles a stage), where the model's fill path gives 104 to both: as if \
+               the TMA unit spent ~86 cycles a box besides 228 B/cycle (16 KiB boxes every \
+               158 cycles also give tma_bw_streams' 104 B/cycle of 4 warps)",
     },
     Group {
         name: "mbarrier_poll",

@@ -15,6 +15,8 @@ pub(super) enum Measured {
     Scaled(&'static str, &'static str, f64),
     /// value(test) − value(base) at one param: what a condition adds.
     Over(&'static str, &'static str, &'static str),
+    /// value(test, to) − value(test, from): the time between two clock stamps of one run.
+    Between(&'static str, String, String),
 }
 
 /// How the simulated value comes from the twin's cycles. `key` runs at `lo` and at `hi`; the
@@ -59,6 +61,18 @@ pub(super) enum Metric {
         hi: i64,
         base: Vec<(String, i64)>,
     },
+    /// How long the warps of one of the twin's roles lived, on average, in one run: when that
+    /// role's work ended, counted from the launch.
+    Lifetime(TwinRole),
+}
+
+/// The roles whose lifetimes a [`Sample`] keeps.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum TwinRole {
+    /// `mma`: the warpgroup measured beside others.
+    Mma,
+    /// `first`: the other warpgroup of a twin with two.
+    First,
 }
 
 /// One row: its group, name and unit, the measured row it reads (of CSV `program`), and the
@@ -103,6 +117,8 @@ impl Metric {
                 let mma = |i: usize| s[i].mma_cycles as f64;
                 (mma(1) - mma(0) - (mma(3) - mma(2))) / per
             }
+            Metric::Lifetime(TwinRole::Mma) => s[0].mma_cycles as f64,
+            Metric::Lifetime(TwinRole::First) => s[0].first_cycles as f64,
         }
     }
 }
@@ -126,6 +142,11 @@ impl Spec {
                 let (b, _) = data.get(self.program, base, param)?;
                 Ok((a - b, mhz))
             }
+            Measured::Between(test, from, to) => {
+                let (a, mhz) = data.get(self.program, test, to)?;
+                let (b, _) = data.get(self.program, test, from)?;
+                Ok((a - b, mhz))
+            }
         }
     }
 
@@ -136,9 +157,10 @@ impl Spec {
             Metric::Slope { key, lo, hi, .. } | Metric::SlopeRate { key, lo, hi, .. } => {
                 vec![k(Some((key, *lo))), k(Some((key, *hi)))]
             }
-            Metric::Single { .. } | Metric::SingleRate { .. } | Metric::DramPerAsked { .. } => {
-                vec![k(None)]
-            }
+            Metric::Single { .. }
+            | Metric::SingleRate { .. }
+            | Metric::DramPerAsked { .. }
+            | Metric::Lifetime(_) => vec![k(None)],
             Metric::Degree { key, lo, hi, base }
             | Metric::MmaSlopeOver {
                 key, lo, hi, base, ..

@@ -61,6 +61,10 @@ const TWINS: &[(&str, &str)] = &[
         "fa3_pingpong",
         include_str!("../../../scenarios/fa3_pingpong.ron"),
     ),
+    (
+        "wgmma_arb",
+        include_str!("../../../scenarios/calibration/wgmma_arb.ron"),
+    ),
 ];
 
 /// Why a twin could not run.
@@ -90,13 +94,14 @@ pub(super) fn run_key(
 }
 
 /// What one run gives: its cycles, the bytes DRAM read, and how long the warps of the twin's
-/// role `mma` lived on average (0 without one): the time of a warpgroup that runs beside others
-/// which outlast it.
+/// roles `mma` and `first` lived on average (0 without one): the time of a warpgroup that runs
+/// beside others.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Sample {
     pub(super) cycles: u64,
     pub(super) dram_read: u64,
     pub(super) mma_cycles: u64,
+    pub(super) first_cycles: u64,
 }
 
 /// One run.
@@ -116,14 +121,17 @@ fn simulate(gpu: &str, key: &RunKey) -> Result<Sample, TwinError> {
     let file = format!("scenarios/calibration/{twin}.ron");
     let (kernel, preset) = run::load_source(&file, text, &opts)?;
     let report = run::simulate(&file, &kernel, &preset, &opts)?;
-    let mma_cycles = report
-        .roles
-        .get("mma")
-        .map_or(0, |r| r.lifetime / u64::from(r.warps.max(1)));
+    let lifetime = |role: &str| {
+        report
+            .roles
+            .get(role)
+            .map_or(0, |r| r.lifetime / u64::from(r.warps.max(1)))
+    };
     Ok(Sample {
         cycles: report.cycles,
         dram_read: report.dram.read_bytes,
-        mma_cycles,
+        mma_cycles: lifetime("mma"),
+        first_cycles: lifetime("first"),
     })
 }
 

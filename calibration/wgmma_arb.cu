@@ -1,0 +1,149 @@
+// How one SM's tensor cores share themselves between two warpgroups that issue wgmma at the
+// same time (FA3's two consumer warpgroups without ping-pong barriers, or a CUTLASS cooperative
+// kernel). One CTA of 2 warpgroups; each issues one commit group of G back-to-back
+// wgmma m64nNk16 (bf16 -> f32, into its own accumulators) and waits for it with wait_group 0.
+// Warpgroup 1 starts `d` cycles after warpgroup 0 (both spin on clock64 to a common start).
+//
+//   wgmma_arb  param <case>_<stamp>: cycles after the common start, the median over 24
+//              repetitions (the first 4 dropped) of, per warpgroup, its first warp's start
+//              (`start`), its last warp's clock after the commit (`issued`) and after
+//              wait_group 0 (`done`). <case> = <form0><G0>_<form1><G1>_n<N>_d<d>: form ss
+//              (A and B from shared memory) or rs (A from registers); G1 = 0 is warpgroup 0 alone.
+//
+// What the rows tell: if the pipe served HGMMAs first come first served, a warpgroup arriving
+// while the other's HGMMAs are queued would finish after all of them; if it alternates between
+// the warpgroups, the late one's few HGMMAs finish about twice their own time after it starts.
+// Operands: wgmma.cu's (A 64x16, B Nx16, K-major, no swizzle, re-read by every wgmma).
+// Build: python3 gen_wgmma.py 128 256 > wgmma_ops.h;
+//        nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -I. -o wgmma_arb wgmma_arb.cu
+#include "common.cuh"
+#include "wgmma_ops.h"
+#include <algorithm>
+#include <vector>
+
+constexpr int kReps = 24, kDrop = 4;
+
+__device__ __forceinline__ uint64_t desc(uint32_t addr) {
+  const uint64_t lbo = 128, sbo = 256;
+  return ((addr & 0x3FFFF) >> 4) | ((lbo >> 4) << 16) | ((sbo >> 4) << 32);
+}
+
+// One warpgroup's commit group of G wgmmas; stamps (start, issued, done) relative to t0.
+template <int N, bool RS, int G>
+__device__ __forceinline__ void group(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t da, uint64_t db,
+                                      int sc, long long t0, long long* st) {
+  st[0] = clock64() - t0;
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+  for (int k = 0; k < G; ++k) {
+    if (RS) Wgmma<N>::rs(d, a, db, sc);
+    else Wgmma<N>::ss(d, da, db, sc);
+  }
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  st[1] = clock64() - t0;
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  st[2] = clock64() - t0;
+}
+
+template <int N, bool RS0, int G0, bool RS1, int G1>
+__global__ void __launch_bounds__(256, 1) arb_kernel(int delay1, int sc, long long* out, float* sink) {
+  __shared__ __align__(128) uint16_t smem[(64 + 256) * 16];
+  __shared__ long long s_t0;
+  for (int i = threadIdx.x; i < (64 + 256) * 16; i += blockDim.x) smem[i] = 0x3c00 + (i & 7);
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+  const uint32_t base = (uint32_t)__cvta_generic_to_shared(smem);
+  const uint64_t da = desc(base), db = desc(base + 64 * 16 * 2);
+  uint32_t a[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) a[i] = 0x3c003c00u + (uint32_t)sc * (uint32_t)(i + threadIdx.x % 4);
+  float d[N / 2];
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) d[i] = 0.f;
+  const int wg = threadIdx.x / 128, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int r = 0; r < kReps; ++r) {
+    __syncthreads();
+    if (threadIdx.x == 0) s_t0 = clock64() + 256;
+    __syncthreads();
+    const long long t0 = s_t0, go = t0 + (wg == 1 ? delay1 : 0);
+    while (clock64() < go) {
+    }
+    long long st[3] = {0, 0, 0};
+    if (wg == 0) group<N, RS0, G0>(d, a, da, db, sc, t0, st);
+    else if (G1 > 0) group<N, RS1, G1 == 0 ? 1 : G1>(d, a, da, db, sc, t0, st);
+    if (lane == 0)
+      for (int k = 0; k < 3; ++k) out[(r * 8 + warp) * 3 + k] = st[k];
+  }
+  float s = 0;
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) s += d[i];
+  if (s == 1.2345f) sink[threadIdx.x] = s;
+}
+
+static double median(std::vector<long long> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? (double)v[n / 2] : 0.5 * (double)(v[n / 2 - 1] + v[n / 2]);
+}
+
+template <int N, bool RS0, int G0, bool RS1, int G1>
+static void arb(int delay1, long long* d_out, float* sink) {
+  arb_kernel<N, RS0, G0, RS1, G1><<<1, 256>>>(delay1, 1, d_out, sink);  // warm-up
+  LAUNCH_CHECK();
+  arb_kernel<N, RS0, G0, RS1, G1><<<1, 256>>>(delay1, 1, d_out, sink);
+  LAUNCH_CHECK();
+  std::vector<long long> h(kReps * 8 * 3);
+  CHECK(cudaMemcpy(h.data(), d_out, h.size() * sizeof(long long), cudaMemcpyDeviceToHost));
+  char name[64];
+  snprintf(name, sizeof name, "%s%d_%s%d_n%d_d%d", RS0 ? "rs" : "ss", G0, RS1 ? "rs" : "ss", G1, N, delay1);
+  for (int wg = 0; wg < (G1 > 0 ? 2 : 1); ++wg) {
+    // Per repetition: the warpgroup's earliest start, latest commit and latest completion.
+    std::vector<long long> start, issued, done;
+    for (int r = kDrop; r < kReps; ++r) {
+      long long s = 1LL << 62, i = 0, dn = 0;
+      for (int w = wg * 4; w < wg * 4 + 4; ++w) {
+        const long long* st = &h[(r * 8 + w) * 3];
+        s = std::min(s, st[0]);
+        i = std::max(i, st[1]);
+        dn = std::max(dn, st[2]);
+      }
+      start.push_back(s);
+      issued.push_back(i);
+      done.push_back(dn);
+    }
+    const char* stamps[3] = {"start", "issued", "done"};
+    std::vector<long long>* v[3] = {&start, &issued, &done};
+    for (int k = 0; k < 3; ++k) {
+      char p[96];
+      snprintf(p, sizeof p, "%s_wg%d_%s", name, wg, stamps[k]);
+      row("wgmma_arb", p, median(*v[k]), "cycles");
+    }
+  }
+}
+
+int main() {
+  header("wgmma_arb");
+  long long* d_out;
+  CHECK(cudaMalloc(&d_out, kReps * 8 * 3 * sizeof(long long)));
+  float* sink;
+  CHECK(cudaMalloc(&sink, 256 * sizeof(float)));
+  // Alone: each form's group time.
+  arb<128, false, 8, false, 0>(0, d_out, sink);
+  arb<128, false, 16, false, 0>(0, d_out, sink);
+  arb<128, true, 8, false, 0>(0, d_out, sink);
+  arb<128, false, 4, false, 0>(0, d_out, sink);
+  arb<256, false, 8, false, 0>(0, d_out, sink);
+  // Together, equal groups, from the same start or the second later.
+  for (int dl : {0, 128, 256}) arb<128, false, 8, false, 8>(dl, d_out, sink);
+  // A long group and a short one arriving while the long one's HGMMAs are queued.
+  for (int dl : {0, 100, 200, 400}) arb<128, false, 16, false, 4>(dl, d_out, sink);
+  arb<128, false, 32, false, 4>(300, d_out, sink);
+  // FA3's mix without ping-pong: one warpgroup's S = Q K^T (SS) beside the other's P V (RS).
+  for (int dl : {0, 200}) arb<128, false, 8, true, 8>(dl, d_out, sink);
+  arb<128, true, 16, false, 4>(200, d_out, sink);
+  arb<128, false, 16, true, 4>(200, d_out, sink);
+  // Wider wgmmas: fewer, longer HGMMAs.
+  arb<256, false, 8, false, 2>(200, d_out, sink);
+  footer();
+  return 0;
+}
