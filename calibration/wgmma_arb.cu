@@ -10,6 +10,12 @@
 //              wait_group 0 (`done`). <case> = <form0><G0>_<form1><G1>_n<N>_d<d>: form ss
 //              (A and B from shared memory) or rs (A from registers); G1 = 0 is warpgroup 0 alone.
 //
+//   wgmma_fence  one warpgroup, 16 times: a 2,000-cycle spin, then fence (or none), 4 wgmma
+//              m64nNk16 SS into the same accumulators, commit, and wait_group 0 or 1 (1: the
+//              group stays pending, complete by the next round since the spin outlasts it);
+//              param n<N>_wait<0|1>_<fence|nofence>_<issue|wait>: cycles from before the fence to
+//              after the commit (issue), and from there to the wait's return (wait), median of
+//              rounds 4 to 15. Whether a committed group not yet waited for slows the next issue.
 // What the rows tell: if the pipe served HGMMAs first come first served, a warpgroup arriving
 // while the other's HGMMAs are queued would finish after all of them; if it alternates between
 // the warpgroups, the late one's few HGMMAs finish about twice their own time after it starts.
@@ -80,6 +86,43 @@ __global__ void __launch_bounds__(256, 1) arb_kernel(int delay1, int sc, long lo
   if (s == 1.2345f) sink[threadIdx.x] = s;
 }
 
+template <int N, int WAIT, bool FENCE>
+__global__ void __launch_bounds__(128, 1) fence_kernel(int sc, long long* out, float* sink) {
+  __shared__ __align__(128) uint16_t smem[(64 + 256) * 16];
+  for (int i = threadIdx.x; i < (64 + 256) * 16; i += blockDim.x) smem[i] = 0x3c00 + (i & 7);
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+  const uint32_t base = (uint32_t)__cvta_generic_to_shared(smem);
+  const uint64_t da = desc(base), db = desc(base + 64 * 16 * 2);
+  float d[N / 2];
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) d[i] = 0.f;
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+  for (int r = 0; r < 16; ++r) {
+    const long long go = clock64() + 2000;
+    while (clock64() < go) {
+    }
+    const long long t0 = clock64();
+    if (FENCE || r == 0) asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int k = 0; k < 4; ++k) Wgmma<N>::ss(d, da, db, sc);
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    const long long t1 = clock64();
+    if (WAIT == 0) asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    else asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+    const long long t2 = clock64();
+    if (threadIdx.x == 0) {
+      out[2 * r] = t1 - t0;
+      out[2 * r + 1] = t2 - t1;
+    }
+  }
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  float s = 0;
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) s += d[i];
+  if (s == 1.2345f) sink[threadIdx.x] = s;
+}
+
 static double median(std::vector<long long> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -121,6 +164,24 @@ static void arb(int delay1, long long* d_out, float* sink) {
   }
 }
 
+template <int N, int WAIT, bool FENCE>
+static void fence_case(long long* d_out, float* sink) {
+  fence_kernel<N, WAIT, FENCE><<<1, 128>>>(1, d_out, sink);
+  LAUNCH_CHECK();
+  long long h[32];
+  CHECK(cudaMemcpy(h, d_out, sizeof h, cudaMemcpyDeviceToHost));
+  std::vector<long long> issue, wait;
+  for (int r = 4; r < 16; ++r) {
+    issue.push_back(h[2 * r]);
+    wait.push_back(h[2 * r + 1]);
+  }
+  char p[64];
+  snprintf(p, sizeof p, "n%d_wait%d_%s_issue", N, WAIT, FENCE ? "fence" : "nofence");
+  row("wgmma_fence", p, median(issue), "cycles");
+  snprintf(p, sizeof p, "n%d_wait%d_%s_wait", N, WAIT, FENCE ? "fence" : "nofence");
+  row("wgmma_fence", p, median(wait), "cycles");
+}
+
 int main() {
   header("wgmma_arb");
   long long* d_out;
@@ -144,6 +205,13 @@ int main() {
   arb<128, false, 16, true, 4>(200, d_out, sink);
   // Wider wgmmas: fewer, longer HGMMAs.
   arb<256, false, 8, false, 2>(200, d_out, sink);
+  fence_case<128, 0, true>(d_out, sink);
+  fence_case<128, 1, true>(d_out, sink);
+  fence_case<128, 0, false>(d_out, sink);
+  fence_case<128, 1, false>(d_out, sink);
+  fence_case<256, 0, true>(d_out, sink);
+  fence_case<256, 1, true>(d_out, sink);
+  fence_case<256, 1, false>(d_out, sink);
   footer();
   return 0;
 }

@@ -488,7 +488,7 @@ pub(super) fn specs() -> Vec<Spec> {
                 format!("inflight_issue N={n} 1st to k={k}"),
                 "cycles",
                 "smem_port",
-                Measured::Slope(issue, "1", param, 1.0),
+                Measured::Slope(issue, "1".into(), param.to_string(), 1.0),
                 "smem_port",
                 sets(&[
                     ("test", 2),
@@ -531,6 +531,57 @@ pub(super) fn specs() -> Vec<Spec> {
             );
         }
     }
+    // One thread's TMA boxes from L2 (calibration/tma_box.cu): a box alone and a pair on two
+    // mbarriers (the second's wait), contiguous rows (c) or a GEMM operand's swizzled k-tile box
+    // (s), which the model does not tell apart; and a burst's cost per box (the slope over the
+    // boxes of one burst on one mbarrier).
+    for kind in ["c", "s"] {
+        for rows in [1i64, 32, 64, 128, 256] {
+            for (boxes, case) in [(1, "none_first"), (2, "second")] {
+                let param = match boxes {
+                    1 => format!("{kind}{rows}_{case}"),
+                    _ => format!("{kind}{rows}_{kind}{rows}_{case}"),
+                };
+                add(
+                    "tma_pair",
+                    format!(
+                        "{kind}{rows} {}",
+                        if boxes == 1 { "alone" } else { "pair, second" }
+                    ),
+                    "cycles",
+                    "tma_box",
+                    v("tma_pair", &param),
+                    "tma",
+                    sets(&[("test", 0), ("rows", rows), ("boxes", boxes)]),
+                    Metric::per_iteration(16, 0.0),
+                );
+            }
+        }
+        for rows in [1i64, 16, 64, 128, 256] {
+            let hi = if rows == 256 { 4 } else { 8 };
+            add(
+                "tma_burst",
+                format!("{kind}{rows} burst, per box (2 to {hi})"),
+                "cycles/box",
+                "tma_box",
+                Measured::Slope(
+                    "tma_burst",
+                    format!("{kind}{rows}_n2"),
+                    format!("{kind}{rows}_n{hi}"),
+                    (hi - 2) as f64,
+                ),
+                "tma",
+                sets(&[("test", 1), ("rows", rows), ("warm", 1), ("region", 65536)]),
+                Metric::Slope {
+                    key: "n",
+                    lo: 2,
+                    hi,
+                    per: (hi - 2) as f64,
+                    minus: 0.0,
+                },
+            );
+        }
+    }
     for threads in [128i64, 256, 512, 1024] {
         add(
             "named_barrier",
@@ -558,7 +609,7 @@ pub(super) fn specs() -> Vec<Spec> {
         "tma_issue (1-row boxes)".into(),
         "cycles/box",
         "tma",
-        Measured::Slope("tma_issue", "32", "256", 224.0),
+        Measured::Slope("tma_issue", "32".into(), "256".into(), 224.0),
         "tma",
         sets(&[("test", 1)]),
         Metric::Slope {
@@ -751,11 +802,11 @@ pub(super) fn specs() -> Vec<Spec> {
         ("ss4_ss0_n128_d0", 0),
         ("ss8_ss0_n256_d0", 0),
         ("ss8_ss8_n128_d0", 0),
-        ("ss8_ss8_n128_d128", 72),
-        ("ss8_ss8_n128_d256", 128),
+        ("ss8_ss8_n128_d128", 74),
+        ("ss8_ss8_n128_d256", 127),
         ("ss16_ss4_n128_d0", 2),
         ("ss16_ss4_n128_d100", 118),
-        ("ss16_ss4_n128_d200", 210),
+        ("ss16_ss4_n128_d200", 138),
         ("ss16_ss4_n128_d400", 358),
         ("ss32_ss4_n128_d300", 285),
         ("ss8_rs8_n128_d0", 3),
@@ -902,11 +953,13 @@ pub(super) fn specs() -> Vec<Spec> {
     // L2 (the slope between K = 4096 and 8192), and the whole K = 4096 run from DRAM.
     for (bn, stages) in [(128, 1..=6), (256, 1..=4)] {
         for st in stages.clone() {
-            // Enough stages to keep the tensor pipe fed (throughput), or too few (a stage's
-            // round trip of TMA and hand-offs binds).
-            let fed = st >= if bn == 128 { 4 } else { 3 };
+            // Two stages, where the chip's round trip is longer than the model's, apart.
             add(
-                if fed { "gemm_ws" } else { "gemm_ws_latency" },
+                if st == 2 {
+                    "gemm_ws_latency"
+                } else {
+                    "gemm_ws"
+                },
                 format!("ws_ktile_warm bn {bn} stages {st}"),
                 "cycles/k-tile",
                 "gemm_ws",

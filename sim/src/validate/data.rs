@@ -60,6 +60,10 @@ const STORED: &[(&str, &str)] = &[
         include_str!("../../../calibration/data/h200-wgmma_arb.csv"),
     ),
     (
+        "tma_box",
+        include_str!("../../../calibration/data/h200-tma_box.csv"),
+    ),
+    (
         "memsys",
         include_str!("../../../calibration/data/h200-memsys.csv"),
     ),

@@ -188,6 +188,30 @@ pub(super) const GROUPS: &[Group] = &[
                not in the twin)",
     },
     Group {
+        name: "tma_pair",
+        bound: Bound::Relative(0.15),
+        note: "one thread's TMA box from L2 (calibration/tma_box.cu): from before its \
+               arrive.expect_tx to its wait's return, alone and as the second of a pair on two \
+               mbarriers, 1 to 256 rows of 128 B, contiguous (c) or a GEMM operand's swizzled \
+               k-tile box (s; the model does not tell them apart). The chip takes 368 cycles \
+               for one row and streams a box at 104 to 119 B/cycle after it; the model is 12 \
+               to 88 cycles longer (its mbarrier wake, 103 cycles, fitted to two warps handing \
+               phases over). In gemm_ws.cu's ring the chip's consumers see two such boxes about \
+               700 cycles after the producer's wake (ws_stamp), 45 more than the issuing thread \
+               sees them here, and the model matches that ring within 1% (tma_ring)",
+    },
+    Group {
+        name: "tma_burst",
+        bound: Bound::None,
+        note: "not modeled: one thread issuing a burst of boxes on one mbarrier \
+               (calibration/tma_box.cu, cycles a box adds): up to 2 KiB boxes every 60 cycles \
+               (the model's 62-cycle TMA issue), 16 KiB boxes every 152 (model 158); but 8 KiB \
+               boxes of contiguous rows every 91 where the strided GEMM-operand boxes take 60, \
+               and 32 KiB contiguous boxes every 428 (77 B/cycle) where the strided ones take \
+               336 and the model 315: how a box's addresses spread over the L2 slices is not \
+               modeled",
+    },
+    Group {
         name: "dram_box",
         bound: Bound::None,
         note: "not modeled: one TMA box from DRAM takes 836 to 934 cycles for 128 B to 4 KiB of \
@@ -200,18 +224,18 @@ pub(super) const GROUPS: &[Group] = &[
         name: "wgmma_arb",
         bound: Bound::None,
         note: "not modeled: two warpgroups of one CTA each issue a group of back-to-back wgmma \
-               m64nNk16 (calibration/wgmma_arb.cu). A warpgroup that starts while the other \
-               has its 7 HGMMAs in flight waits for room (the chip's window is shared, the \
-               model's is per warpgroup): 4 HGMMAs started 358 cycles into another's 16 \
-               complete at 1360 cycles, after all of the other's (1090), where the model slips \
-               them in (1145, the other's 1337); started 118 cycles in they complete at 1243, \
-               the model 889. Started together, the chip serves one warpgroup ahead of the \
-               other (822 and 1093 cycles for 8 each), the model interleaves them (1081, 1017). \
-               A per-partition window shared by the warpgroups, with the oldest warp served \
-               first, fits the late starts and misses the rest (14.6% against 13.8%) and \
-               changes FA3 without barriers (no ping-pong, no overlap: 2,784 cycles a block \
-               against the chip's 3,385): which waiting warpgroup the chip serves is not yet \
-               known",
+               m64nNk16 (calibration/wgmma_arb.cu). A warpgroup that starts 138 to 358 cycles \
+               into another's 16 HGMMAs, while that one's 7 are in flight, waits for all of them: \
+               its 4 complete at 1360 cycles, the other's at 1090 as alone, where the model, \
+               whose window is per warpgroup, slips them in (889 and 1145; the other's 1337). \
+               Starting 118 cycles in, they do get in (1243), and 285 cycles into 32 partway \
+               (1806). Started together, the chip serves one warpgroup ahead of the other (822 \
+               and 1093 cycles for 8 HGMMAs each), the model interleaves them (1081 and 1017); \
+               which one goes first changed with the build of the same code (h200-wgmma_arb.csv's \
+               header). A window shared per partition with the oldest waiting warp served first \
+               fits the late starts, misses the rest, and makes fa3.cu's twin without barriers \
+               18% too fast (2,784 cycles a block against 3,385): the chip's choice among \
+               waiting warpgroups is not yet known",
     },
     Group {
         name: "fa3",
@@ -229,38 +253,37 @@ pub(super) const GROUPS: &[Group] = &[
         name: "gemm_ws",
         bound: Bound::Relative(0.05),
         note: "whole kernel (calibration/gemm_ws.cu): cycles per k-tile of one CTA of \
-               gemm_ws's structure with A and B in L2, with the stages that keep the tensor \
-               pipe fed (BN 128: 4 to 6, BN 256: 3 and 4): 535 to 538 and 1024 on the chip \
-               against the tensor bound of 512 and 1024",
+               gemm_ws's structure with A and B in L2, at 1 and 3 to 6 stages (BN 128) and 1, \
+               3 and 4 (BN 256): 1315 cycles with one stage at BN 128 (a stage's round trip and \
+               its wgmmas), 512 from 3 stages on (the tensor bound); 1992 and 1024 at BN 256",
     },
     Group {
         name: "gemm_ws_latency",
         bound: Bound::None,
-        note: "not modeled: with fewer stages a stage's round trip binds (the TMA loads, the \
-               consumers' wake, their wgmmas, the release, the producer's wake): BN 128 with 1, \
-               2, 3 stages takes 1526, 1109, 571 cycles per k-tile on the chip, the model 1355, \
-               829, 512, with the issuing thread's mbarrier and TMA costs as measured \
-               (mbarrier_ops). Without the wgmmas the ring's round trip is ~85 cycles longer on \
-               the chip than in the model (tma_ring); the rest is not yet found",
+        note: "not modeled: the same kernel with 2 stages, where the consumers keep one wgmma \
+               batch in flight and release the stage before (so one load is in flight at a \
+               time): 996 cycles a k-tile at BN 128 (943 in another build of the same code) \
+               and 1170 at BN 256 on the chip, 829 and 1034 in the model. Clock stamps \
+               (ws_stamp) put the difference in the consumers' issue: from the full wait's \
+               return to the commit of 4 wgmmas takes 165 to 172 cycles with 2 stages, 74 to \
+               108 with one, while a committed group left pending does not slow the next \
+               issue by itself (wgmma_fence: 51 cycles either way at N = 128)",
     },
     Group {
         name: "gemm_ws_cold",
         bound: Bound::None,
-        note: "not modeled: the same kernel at K = 4096 from DRAM: 7 to 33% slower on the chip \
-               with 1 to 5 stages (BN 128); a 16 KiB TMA box from DRAM lands in 1247 cycles on \
+        note: "not modeled: the same kernel at K = 4096 from DRAM: 3 to 27% slower on the chip \
+               with 1 to 6 stages (BN 128); a 16 KiB TMA box from DRAM lands in 1247 cycles on \
                the chip, 944 in the model (latency: tma_lat_hbm)",
     },
     Group {
         name: "tma_ring",
-        bound: Bound::None,
-        note: "not modeled: gemm_ws.cu's ring without wgmma (the consumers release each stage \
-               as it lands; one thread loads A and B, 16 KiB each at BN 128, 16 and 32 KiB at \
-               BN 256): a stage's round trip takes 875 (BN 128) and 1027 (BN 256) cycles on the \
-               chip with one stage, 786 and 943 in the model, about 85 cycles more in both; \
-               from 3 stages the ring streams 85.6 B/cycle at BN 128 and 108 at BN 256 (383 \
-               and 455 cycles a stage), where the model's fill path gives 104 to both: as if \
-               the TMA unit spent ~86 cycles a box besides 228 B/cycle (16 KiB boxes every \
-               158 cycles also give tma_bw_streams' 104 B/cycle of 4 warps)",
+        bound: Bound::Relative(0.05),
+        note: "gemm_ws.cu's ring without wgmma (the consumers release each stage as it lands; \
+               one thread loads A and B, 16 KiB each at BN 128, 16 and 32 KiB at BN 256): a \
+               round trip of 793 (BN 128) and 947 (BN 256) cycles with one stage, and from 3 \
+               stages a stream of 108 B/cycle (303 and 455 cycles a stage) where the model's \
+               fill path gives 104",
     },
     Group {
         name: "mbarrier_poll",

@@ -10,7 +10,7 @@ pub(super) enum Measured {
     /// The `value` of row (test, param).
     Value(&'static str, String),
     /// (value(hi) − value(lo)) / units: a per-step cost from two totals.
-    Slope(&'static str, &'static str, &'static str, f64),
+    Slope(&'static str, String, String, f64),
     /// value × factor: a whole-kernel rate corrected to its busiest SM's steady state.
     Scaled(&'static str, &'static str, f64),
     /// value(test) − value(base) at one param: what a condition adds.
