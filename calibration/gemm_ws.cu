@@ -71,7 +71,10 @@ __global__ void __launch_bounds__(384, 1) ws_kernel(const __grid_constant__ CUte
     }
   }
   __syncthreads();
-  const int wg = threadIdx.x / 128;
+  // Warp-uniform, as CUTLASS's canonical_warp_group_idx makes it: derived from threadIdx alone,
+  // the A descriptor (slot + 64 c rows) is computed per k-tile in vector registers and moved to
+  // uniform ones (R2UR) before each HGMMA, ~100 cycles on the consumers' path at 2 stages.
+  const int wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);
   const uint32_t base = saddr(smem);
   if (wg == 0) {  // producer
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");

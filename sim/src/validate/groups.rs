@@ -254,25 +254,27 @@ pub(super) const GROUPS: &[Group] = &[
         bound: Bound::Relative(0.05),
         note: "whole kernel (calibration/gemm_ws.cu): cycles per k-tile of one CTA of \
                gemm_ws's structure with A and B in L2, at 1 and 3 to 6 stages (BN 128) and 1, \
-               3 and 4 (BN 256): 1315 cycles with one stage at BN 128 (a stage's round trip and \
-               its wgmmas), 512 from 3 stages on (the tensor bound); 1992 and 1024 at BN 256",
+               3 and 4 (BN 256): 1284 cycles with one stage at BN 128 (a stage's round trip and \
+               its wgmmas; the model 1355, 5.6% long), 512 from 3 stages on (the tensor \
+               bound); 1985 and 1024 at BN 256",
     },
     Group {
         name: "gemm_ws_latency",
         bound: Bound::None,
         note: "not modeled: the same kernel with 2 stages, where the consumers keep one wgmma \
                batch in flight and release the stage before (so one load is in flight at a \
-               time): 996 cycles a k-tile at BN 128 (943 in another build of the same code) \
-               and 1170 at BN 256 on the chip, 829 and 1034 in the model. Clock stamps \
-               (ws_stamp) put the difference in the consumers' issue: from the full wait's \
-               return to the commit of 4 wgmmas takes 165 to 172 cycles with 2 stages, 74 to \
-               108 with one, while a committed group left pending does not slow the next \
-               issue by itself (wgmma_fence: 51 cycles either way at N = 128)",
+               time): 937 cycles a k-tile at BN 128 and 1145 at BN 256 on the chip, 829 and \
+               1034 in the model. Clock stamps (ws_stamp) put the difference in the consumers' \
+               issue: from the full wait's return to the commit of 4 wgmmas takes 161 and 123 \
+               cycles (the two warpgroups) with 2 stages, 59 and 97 with one, 42 in the model. \
+               Neither a committed group left pending (wgmma_fence: 51 cycles either way at \
+               N = 128) nor the descriptors' path to uniform registers (a warp-uniform \
+               warpgroup index removed the per-k-tile R2URs: 937 against 943) explains it",
     },
     Group {
         name: "gemm_ws_cold",
         bound: Bound::None,
-        note: "not modeled: the same kernel at K = 4096 from DRAM: 3 to 27% slower on the chip \
+        note: "not modeled: the same kernel at K = 4096 from DRAM: 3 to 26% slower on the chip \
                with 1 to 6 stages (BN 128); a 16 KiB TMA box from DRAM lands in 1247 cycles on \
                the chip, 944 in the model (latency: tma_lat_hbm)",
     },
