@@ -24,8 +24,9 @@
 //                           to 39 (warm, K = 8192), cycles after the producer's wake of k-tile
 //                           32; param n<BN>_s<stages>_k<kb>_<point>: p_wake, p_issued (the
 //                           producer after its wait and after its second load), c<i>_full,
-//                           c<i>_commit, c<i>_waited (consumer warpgroup i's thread 0 after its
-//                           full wait, its commit and its wait_group)
+//                           c<i>_fenced, c<i>_first, c<i>_commit, c<i>_waited (consumer
+//                           warpgroup i's thread 0 after its full wait, its wgmma.fence, its
+//                           first wgmma, its commit and its wait_group)
 // Build: python3 gen_wgmma.py 128 256 > wgmma_ops.h;
 //        nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -I. -o gemm_ws gemm_ws.cu
 #include "tma_util.cuh"
@@ -57,9 +58,10 @@ __global__ void __launch_bounds__(384, 1) ws_kernel(const __grid_constant__ CUte
   __shared__ __align__(8) uint64_t full[kMaxStages], empty[kMaxStages];
   // kStamp: the full kernel with clock64 stamps of k-tiles 32 to 39 kept in shared memory (a
   // few cycles each): the producer's wake and last issue, and per consumer warpgroup (thread 0)
-  // its full-barrier wait's return, its commit and its wait_group's return.
+  // its full-barrier wait's return, its fence, its first wgmma, its commit and its wait_group's
+  // return.
   constexpr bool tr = mode == kStamp;
-  __shared__ long long st[8][8];
+  __shared__ long long st[8][12];
   const auto stamp = [&](int kb, int k) {
     if (tr && kb >= 32 && kb < 40) st[kb - 32][k] = clock64();
   };
@@ -120,8 +122,12 @@ __global__ void __launch_bounds__(384, 1) ws_kernel(const __grid_constant__ CUte
       const uint32_t slot = base + s * kStageBytes;
       const uint64_t da = desc_sw128(slot + c * 64 * 128), db = desc_sw128(slot + kABytes);
       asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+      if (lead) stamp(kb, 8 + 2 * c);
 #pragma unroll
-      for (int k = 0; k < kBk / 16; ++k) Wgmma<BN>::ss(d, da + 2 * k, db + 2 * k, 1);
+      for (int k = 0; k < kBk / 16; ++k) {
+        Wgmma<BN>::ss(d, da + 2 * k, db + 2 * k, 1);
+        if (k == 0 && lead) stamp(kb, 9 + 2 * c);
+      }
       asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
       if (lead) stamp(kb, 3 + 3 * c);
       if (stages == 1) {
@@ -145,7 +151,7 @@ __global__ void __launch_bounds__(384, 1) ws_kernel(const __grid_constant__ CUte
   if (tr) {
     asm volatile("bar.sync 1, 256;" ::: "memory");  // both consumers' stamps are in
     if (threadIdx.x == 128)
-      for (int i = 0; i < 64; ++i) p.stamps[i] = st[i / 8][i % 8] - st[0][0];
+      for (int i = 0; i < 96; ++i) p.stamps[i] = st[i / 12][i % 12] - st[0][0];
   }
   if (threadIdx.x % 128 == 0) {
     p.out[c] = t0;
@@ -276,15 +282,16 @@ static void sweep(int max_stages) {
       row("ws_ktile_parts", param, (median(w8) - median(w4)) / 64.0, "cycles_per_ktile");
     }
   // The stamped kernel at 1 to 3 stages, warm, K = 8192 (k-tiles 32 to 39 stamped).
-  const char* points[8] = {"p_wake", "p_issued", "c0_full", "c0_commit", "c0_waited", "c1_full", "c1_commit", "c1_waited"};
+  const char* points[12] = {"p_wake",    "p_issued",  "c0_full",   "c0_commit", "c0_waited", "c1_full",
+                            "c1_commit", "c1_waited", "c0_fenced", "c0_first",  "c1_fenced", "c1_first"};
   for (int stages = 1; stages <= 3; ++stages) {
     run<BN>(ma, mb, stages, 128, false);
     run<BN>(ma, mb, stages, 128, false, kStamp);
-    long long h[64];
+    long long h[96];
     CHECK(cudaMemcpy(h, g_stamps, sizeof h, cudaMemcpyDeviceToHost));
-    for (int i = 0; i < 64; ++i) {
+    for (int i = 0; i < 96; ++i) {
       char param[48];
-      snprintf(param, sizeof param, "n%d_s%d_k%d_%s", BN, stages, 32 + i / 8, points[i % 8]);
+      snprintf(param, sizeof param, "n%d_s%d_k%d_%s", BN, stages, 32 + i / 12, points[i % 12]);
       row("ws_stamp", param, (double)h[i], "cycles");
     }
   }
@@ -295,7 +302,7 @@ static void sweep(int max_stages) {
 int main() {
   header("gemm_ws");
   CHECK(cudaMalloc(&g_out, 4 * sizeof(unsigned long long)));
-  CHECK(cudaMalloc(&g_stamps, 64 * sizeof(long long)));
+  CHECK(cudaMalloc(&g_stamps, 96 * sizeof(long long)));
   CHECK(cudaMalloc(&g_c, (size_t)kBm * 256 * sizeof(float)));
   CHECK(cudaMalloc(&g_flush, kFlushBytes));
   sweep<128>(6);

@@ -225,17 +225,18 @@ pub(super) const GROUPS: &[Group] = &[
         bound: Bound::None,
         note: "not modeled: two warpgroups of one CTA each issue a group of back-to-back wgmma \
                m64nNk16 (calibration/wgmma_arb.cu). A warpgroup that starts 138 to 358 cycles \
-               into another's 16 HGMMAs, while that one's 7 are in flight, waits for all of them: \
-               its 4 complete at 1360 cycles, the other's at 1090 as alone, where the model, \
-               whose window is per warpgroup, slips them in (889 and 1145; the other's 1337). \
-               Starting 118 cycles in, they do get in (1243), and 285 cycles into 32 partway \
-               (1806). Started together, the chip serves one warpgroup ahead of the other (822 \
-               and 1093 cycles for 8 HGMMAs each), the model interleaves them (1081 and 1017); \
-               which one goes first changed with the build of the same code (h200-wgmma_arb.csv's \
-               header). A window shared per partition with the oldest waiting warp served first \
-               fits the late starts, misses the rest, and makes fa3.cu's twin without barriers \
-               18% too fast (2,784 cycles a block against 3,385): the chip's choice among \
-               waiting warpgroups is not yet known",
+               into another's 16 HGMMAs, while that one's 7 are in flight, waits for all of \
+               them: its 4 complete at 1360 cycles, the other's at 1090 as alone, where the \
+               model, whose window is per warpgroup, slips them in (889 and 1145; the other's \
+               1337). Started together, the chip serves one ahead of the other (822 and 1093 \
+               cycles for 8 each), the model interleaves them (1081, 1017). Tried: 7 slots \
+               shared by the SM's warpgroups, the one that took the last slot served first: \
+               these rows' late starts within 2%, gemm_ws with 2 stages 6% short instead of \
+               11%, but calibration/attention.ron's warpgroups without ping-pong barriers then \
+               alternate by themselves and ping-pong gains nothing (2,803 cycles a block \
+               against 2,805; 1.14x now, the FA3 paper 1.09-1.12x), as in one of three builds \
+               of fa3.cu, while the other two stay in lockstep: which of the two the chip \
+               settles into is not yet known, so the per-warpgroup window stays",
     },
     Group {
         name: "fa3",
@@ -263,13 +264,15 @@ pub(super) const GROUPS: &[Group] = &[
         bound: Bound::None,
         note: "not modeled: the same kernel with 2 stages, where the consumers keep one wgmma \
                batch in flight and release the stage before (so one load is in flight at a \
-               time): 937 cycles a k-tile at BN 128 and 1145 at BN 256 on the chip, 829 and \
+               time): 942 cycles a k-tile at BN 128 and 1144 at BN 256 on the chip, 829 and \
                1034 in the model. Clock stamps (ws_stamp) put the difference in the consumers' \
-               issue: from the full wait's return to the commit of 4 wgmmas takes 161 and 123 \
-               cycles (the two warpgroups) with 2 stages, 59 and 97 with one, 42 in the model. \
-               Neither a committed group left pending (wgmma_fence: 51 cycles either way at \
-               N = 128) nor the descriptors' path to uniform registers (a warp-uniform \
-               warpgroup index removed the per-k-tile R2URs: 937 against 943) explains it",
+               issue: after the full wait, fence and first wgmma take 32 and 54 cycles in both \
+               warpgroups, and one warpgroup's last 3 wgmmas 84 cycles more (the other's 43; \
+               with one stage 37 and 79, the slower one the other way round), 42 in all in the \
+               model: their 8 HGMMAs exceed 7 slots shared by the SM's warpgroups (see \
+               wgmma_arb). Ruled out: a committed group left pending (wgmma_fence: 51 cycles \
+               either way at N = 128) and the descriptors' path to uniform registers (a \
+               warp-uniform warpgroup index removed the per-k-tile R2URs: 942 against 943)",
     },
     Group {
         name: "gemm_ws_cold",
