@@ -5,6 +5,7 @@ mod common;
 use common::{scratch, sim_ok};
 use flate2::read::GzDecoder;
 use serde_json::Value;
+use sim::analytic::fmt::grouped;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::PathBuf;
@@ -338,12 +339,11 @@ fn a_long_whole_gpu_run_at_summary_level_stays_small() {
     assert!(size < 50 << 20, "{size} bytes");
 }
 
-/// The report renders in a real browser without script errors (Debian's chromium, which the
-/// README's test command installs).
-#[test]
-fn the_report_renders_in_a_browser() {
-    let (_, _, trace) = traced("fa3_pingpong", "warps", &[]);
-    let page = scratch("fa3.html");
+/// Writes the report of `trace` and returns the page's DOM after its script ran in a real
+/// browser (Debian's chromium, which the README's test command installs), in a 1280×800
+/// window; checks the page is self-contained and its script ran without error.
+fn rendered_report(trace: &std::path::Path, name: &str) -> String {
+    let page = scratch(&format!("{name}.html"));
     sim_ok(&[
         "report",
         trace.to_str().unwrap(),
@@ -355,7 +355,7 @@ fn the_report_renders_in_a_browser() {
         !html.contains("http://") && !html.contains("https://"),
         "self-contained"
     );
-    let profile = scratch("chromium-profile");
+    let profile = scratch(&format!("chromium-profile-{name}"));
     let out = Command::new("chromium")
         .args([
             "--headless",
@@ -366,23 +366,135 @@ fn the_report_renders_in_a_browser() {
             "--disable-background-networking",
             "--disable-component-update",
             "--disable-sync",
+            "--window-size=1280,800",
             &format!("--user-data-dir={}", profile.display()),
             "--dump-dom",
             &format!("file://{}", page.display()),
         ])
         .output()
         .expect("chromium is installed (the README's test command installs it)");
-    let dom = String::from_utf8_lossy(&out.stdout);
+    let dom = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         dom.contains("data-rendered=\"ok\""),
         "the page's script ran:\n{}",
         &dom[..dom.len().min(500)]
     );
     assert!(!dom.contains("data-error=\""), "script error in the page");
-    for id in ["timeline", "stalls", "counters"] {
+    dom
+}
+
+/// The report renders in a real browser without script errors.
+#[test]
+fn the_report_renders_in_a_browser() {
+    let (_, _, trace) = traced("fa3_pingpong", "warps", &[]);
+    let dom = rendered_report(&trace, "fa3");
+    for id in [
+        "diagnosis",
+        "sol",
+        "roofline",
+        "timeline",
+        "stalls",
+        "counters",
+    ] {
         assert!(dom.contains(&format!("id=\"{id}\"")), "no #{id}");
     }
     assert!(dom.matches("<rect").count() > 5, "stall bars drawn");
+    // Ping-pong's two consumer warpgroups get their own bars under their role's.
+    for row in ["consumer", "consumer0", "consumer1", "producer"] {
+        assert!(
+            dom.contains(&format!("data-row=\"{row}\"")),
+            "no stall bar for {row}"
+        );
+    }
+}
+
+/// The first thing the report shows for gemm_ws is its diagnosis, with the run's own numbers:
+/// the tensor pipe binding at its busy fraction, the ratio to the analytic bound, each role's
+/// top stall and where it waits, every unit's speed of light, and the roofline's points at
+/// their intensities; the verdict and both charts fit a 1280×800 window.
+#[test]
+fn the_report_opens_on_the_diagnosis_in_a_browser() {
+    let (run, _, trace) = traced("gemm_ws", "warps", &[]);
+    let dom = rendered_report(&trace, "gemm_ws");
+    let has = |needle: &str| assert!(dom.contains(needle), "no `{needle}` in the page");
+    let at = |id: &str| dom.find(&format!("id=\"{id}\"")).unwrap_or(usize::MAX);
+    assert!(
+        at("diagnosis") < at("timeline"),
+        "the diagnosis comes first"
+    );
+    let bottom: u64 = dom
+        .split("data-panels-bottom=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .and_then(|s| s.parse().ok())
+        .expect("the page measured its panels");
+    assert!(bottom <= 800, "the charts end {bottom} px down the page");
+
+    let num = |v: &Value| v.as_f64().unwrap();
+    let busy = |unit: &str| num(&run["units"][unit]["busy"]);
+    let tensor = busy("tensor");
+    assert!(
+        run["units"]
+            .as_object()
+            .unwrap()
+            .values()
+            .all(|u| num(&u["busy"]) <= tensor),
+        "the scenario's busiest unit is its tensor pipe"
+    );
+    has(&format!(
+        "id=\"diagnosis\" data-binding=\"tensor\" data-busy=\"{tensor:.4}\" data-ratio=\"{:.3}\" data-latency-bound=\"false\"",
+        num(&run["analytic"]["ratio"])
+    ));
+    let share = |role: &str, state: &str| {
+        let r = &run["roles"][role];
+        100.0 * num(&r["states"][state]) / num(&r["lifetime"])
+    };
+    has(&format!(
+        "<p class=\"verdict\">tensor pipe {:.1}% busy — binding; {:.3}× the analytic bound ({} cycles, tensor); producer warps wait {:.1}% in mbarrier_wait on empty",
+        100.0 * tensor,
+        num(&run["analytic"]["ratio"]),
+        grouped(run["analytic"]["cycles"].as_u64().unwrap()),
+        share("producer", "mbarrier_wait")
+    ));
+    has(&format!(
+        "consumer warps wait {:.1}% in wgmma_wait (wgmma.wait_group",
+        share("consumer", "wgmma_wait")
+    ));
+    has(&format!(
+        "{} cycles simulated: {:.3}× the scenario's analytic bound",
+        grouped(run["cycles"].as_u64().unwrap()),
+        num(&run["analytic"]["ratio"])
+    ));
+    has("Tail efficiency 100.0%");
+    for (unit, u) in run["units"].as_object().unwrap() {
+        has(&format!(
+            "data-unit=\"{unit}\" data-busy=\"{:.4}\"",
+            num(&u["busy"])
+        ));
+    }
+
+    // One SM: its tensor peak at the run's clock, and the points at FLOP / bytes moved.
+    let flops = num(&run["flops"]);
+    let clock = num(&run["clock_mhz"]);
+    let peak = num(&run["peak"]["tensor_flops_per_cycle"]) * clock / 1e6;
+    let achieved = flops / num(&run["cycles"]) * clock / 1e6;
+    has(&format!(
+        "id=\"roofline\" width=\"560\" height=\"358\" role=\"img\" data-peak-tflops=\"{peak:.3}\" data-achieved-tflops=\"{achieved:.3}\""
+    ));
+    assert!(achieved / peak > 0.95, "gemm_ws runs near the tensor peak");
+    let dram = num(&run["dram"]["bytes"]) - num(&run["dram"]["flushed_bytes"]);
+    let smem = busy("smem") * num(&run["cycles"]) * num(&run["peak"]["smem_bytes_per_cycle"]);
+    for (level, bytes) in [
+        ("shared memory", smem),
+        ("L2", num(&run["l2"]["bytes"])),
+        ("DRAM", dram),
+    ] {
+        has(&format!(
+            "class=\"point\" data-level=\"{level}\" data-intensity=\"{:.3}\" data-tflops=\"{achieved:.3}\"",
+            flops / bytes
+        ));
+    }
+    has("compute-bound at every level");
 }
 
 /// Every counter sample of every shipped scenario stays within what its unit can do: busy

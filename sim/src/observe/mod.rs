@@ -1,6 +1,7 @@
 //! Observers of the engine: warp-state accounting, the sanitizer, traces and their readers,
 //! reports.
 
+pub mod diagnosis;
 pub mod diff;
 pub mod report;
 pub mod report_html;

@@ -49,6 +49,8 @@ pub struct Report {
     pub l2: L2Report,
     pub dram: DramReport,
     pub units: BTreeMap<String, Unit>,
+    /// The preset's peak rates, for the fractions `sim report` computes (its roofline).
+    pub peak: Peak,
     pub schedulers: Schedulers,
     pub roles: BTreeMap<String, Role>,
     /// The scenario's own prediction, or else the generic bound's.
@@ -117,6 +119,23 @@ pub struct Schedulers {
     pub eligible_warps: f64,
     /// Warp-instructions issued per scheduler per cycle (`smsp__issue_active.avg.per_cycle_active`).
     pub issued_per_cycle: f64,
+}
+
+/// Peak rates of the preset the run used, per cycle: per SM unless marked GPU-wide.
+#[derive(Clone, Debug, Serialize)]
+pub struct Peak {
+    /// Dense 16-bit tensor FLOP (`tensor.flops_per_cycle`).
+    pub tensor_flops_per_cycle: u64,
+    /// The shared-memory port (`smem.banks` × `smem.bank_bytes`).
+    pub smem_bytes_per_cycle: u64,
+    /// The SM's port to L2 (`memory.sm_bytes_per_cycle`).
+    pub l2_port_bytes_per_cycle: f64,
+    /// The SM's TMA fill path from L2 into shared memory (`tma.fill_bytes_per_cycle`).
+    pub tma_fill_bytes_per_cycle: f64,
+    /// GPU-wide: L2 back to the SMs (`memory.l2.bytes_per_cycle`).
+    pub l2_bytes_per_cycle: f64,
+    /// GPU-wide: sustained HBM bandwidth at `reference_clock_mhz`, as the simulation used it.
+    pub dram_bytes_per_cycle: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -326,6 +345,16 @@ impl Report {
                 bandwidth_gbs: gbs(dram_bytes - m.dram_flush_bytes),
             },
             units,
+            peak: Peak {
+                tensor_flops_per_cycle: p.tensor.flops_per_cycle,
+                smem_bytes_per_cycle: p.smem.bytes_per_cycle(),
+                l2_port_bytes_per_cycle: p.memory.sm_bytes_per_cycle,
+                tma_fill_bytes_per_cycle: p.tma.fill_bytes_per_cycle,
+                l2_bytes_per_cycle: p.memory.l2.bytes_per_cycle,
+                // As `MemSys::new` converts it.
+                dram_bytes_per_cycle: p.memory.hbm.bandwidth_gbs * 1e9 * p.memory.hbm.efficiency
+                    / (reference_mhz * 1e6),
+            },
             schedulers,
             roles,
             analytic,

@@ -1,10 +1,13 @@
 //! `sim report TRACE -o page.html`: one self-contained HTML page (no network, no external
-//! scripts) with the run's summary, a timeline of warp states per SM drawn on a canvas, a
+//! scripts) that opens on the run's diagnosis (the verdict, each unit's speed of light, the
+//! roofline; `observe::diagnosis`), then the run's summary, a timeline of warp states per SM drawn on a canvas, a
 //! stacked stall breakdown per role and the unit counter tracks as hand-written SVG, and a
 //! legend. Long timelines are summarized into a fixed number of time buckets per row (each
 //! bucket coloured by its dominant state), and whole-GPU traces into one row per SM and role, so
 //! the page stays small and responsive whatever the trace's size.
 
+use crate::observe::diagnosis::{self, Diagnosis, Roofline};
+use crate::observe::stalls::{self as stall_rows, Row};
 use crate::observe::trace::{BUSY_UNITS as UNITS, EVENT_TID_BASE, GPU_PID};
 use crate::observe::trace_read::{self, ReadError, TraceEvent};
 use crate::observe::warp_state::State;
@@ -180,6 +183,9 @@ pub fn build(path: &Path) -> Result<String, ReadError> {
         CSS,
         esc(&title)
     );
+    if let Some(d) = diagnosis::diagnose(&other) {
+        html.push_str(&diagnosis_panel(&d));
+    }
     html.push_str(&summary(report, &other, &events));
     html.push_str(&legend());
     let _ = write!(
@@ -189,7 +195,7 @@ pub fn build(path: &Path) -> Result<String, ReadError> {
         end,
         (tl.labels.len() * 9 + 20).max(40)
     );
-    html.push_str(&stall_bars(report, &other));
+    html.push_str(&stall_bars(&other));
     html.push_str(&counter_chart(&busy, &bandwidth, end));
     let data = json!({
         "colors": State::ALL.iter().map(|s| s.color()).collect::<Vec<_>>(),
@@ -300,47 +306,350 @@ fn legend() -> String {
     o
 }
 
-/// A stacked horizontal bar of state shares per role (SVG).
-fn stall_bars(report: &Value, other: &Value) -> String {
-    let roles: Vec<&str> = other["role_order"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
-    let (w, h, label) = (720.0, 26.0, 110.0);
+/// The first screen: the verdict, each unit's speed of light, the roofline and the findings.
+fn diagnosis_panel(d: &Diagnosis) -> String {
+    let binding = d.binding.as_ref();
     let mut o = format!(
-        "<h2>Stall breakdown per role</h2>\n<svg id=\"stalls\" width=\"{}\" height=\"{}\" role=\"img\">\n",
-        label + w + 10.0,
-        roles.len() as f64 * (h + 8.0) + 10.0
+        "<section id=\"diagnosis\" data-binding=\"{}\" data-busy=\"{:.4}\" data-ratio=\"{}\" data-latency-bound=\"{}\">\n<h2>Diagnosis</h2>\n<p class=\"verdict\">{}</p>\n<div class=\"panels\">\n",
+        binding.map_or("none", |b| b.unit),
+        binding.map_or(0.0, |b| b.busy),
+        d.analytic
+            .as_ref()
+            .map_or("none".to_string(), |a| format!("{:.3}", a.ratio)),
+        d.latency_bound(),
+        esc(&d.verdict())
     );
-    for (i, role) in roles.iter().enumerate() {
-        let r = &report["roles"][*role];
-        let total = r["lifetime"].as_f64().unwrap_or(0.0).max(1.0);
-        let y = 5.0 + i as f64 * (h + 8.0);
+    o.push_str(&sol_chart(d));
+    match &d.roofline {
+        Some(rf) => o.push_str(&roofline_chart(rf)),
+        None => o.push_str(
+            "<figure><figcaption>No roofline: no tensor FLOPs (or no peaks in the report).</figcaption></figure>\n",
+        ),
+    }
+    o.push_str("</div>\n<table class=\"findings\">\n");
+    for (topic, text) in d.findings() {
         let _ = writeln!(
             o,
-            "<text x=\"0\" y=\"{:.1}\">{}</text>",
+            "<tr><th>{}</th><td>{}</td></tr>",
+            esc(&topic),
+            esc(&text)
+        );
+    }
+    o.push_str("</table>\n</section>\n");
+    o
+}
+
+/// Each unit's busy fraction as a bar, busiest first; the binding unit stands out and a
+/// dashed line marks the latency-bound threshold (SVG).
+fn sol_chart(d: &Diagnosis) -> String {
+    let mut units: Vec<&diagnosis::Sol> = d.sol.iter().collect();
+    units.sort_by(|a, b| b.busy.total_cmp(&a.busy));
+    let (label, bar, row) = (150.0, 240.0, 18.0);
+    let height = 24.0 + units.len() as f64 * row;
+    let mut o = format!(
+        "<figure><figcaption>Speed of light: busy fraction of each unit's peak</figcaption>\n<svg id=\"sol\" width=\"{}\" height=\"{height}\" role=\"img\">\n",
+        label + bar + 60.0
+    );
+    let x = |f: f64| label + bar * f.clamp(0.0, 1.0);
+    for (f, t) in [
+        (0.0, "0%"),
+        (diagnosis::LATENCY_BOUND, "60%"),
+        (1.0, "100%"),
+    ] {
+        let _ = writeln!(
+            o,
+            "<text x=\"{:.1}\" y=\"12\" text-anchor=\"middle\" class=\"axis\">{t}</text>",
+            x(f)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "<line x1=\"{0:.1}\" y1=\"16\" x2=\"{0:.1}\" y2=\"{1:.1}\" stroke=\"#999\" stroke-dasharray=\"3 3\"><title>below {2:.0}% of peak no unit binds (Nsight Compute's latency-bound threshold)</title></line>",
+        x(diagnosis::LATENCY_BOUND),
+        height,
+        100.0 * diagnosis::LATENCY_BOUND
+    );
+    for (i, u) in units.iter().enumerate() {
+        let y = 20.0 + i as f64 * row;
+        let is_binding = d.binding.as_ref().is_some_and(|b| b.unit == u.unit);
+        let color = match (is_binding, u.throughput) {
+            (true, _) => "#d84315",
+            (_, false) => "#bdbdbd",
+            _ => "#5c6bc0",
+        };
+        let note = match (is_binding, u.throughput, u.gpu_wide) {
+            (true, _, _) => " — binding",
+            (_, false, _) => " — an occupancy (cycles with a load in flight), never binding",
+            (_, _, true) => " — of the GPU's capacity",
+            _ => " — averaged over the SMs used",
+        };
+        let _ = writeln!(
+            o,
+            "<g class=\"sol-row\" data-unit=\"{}\" data-busy=\"{:.4}\"><title>{} {:.1}%{note}</title><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\"{}>{}</text><rect x=\"{label}\" y=\"{:.1}\" width=\"{bar}\" height=\"12\" fill=\"#eee\"/><rect x=\"{label}\" y=\"{:.1}\" width=\"{:.1}\" height=\"12\" fill=\"{color}\"/><text x=\"{:.1}\" y=\"{:.1}\">{:.1}%</text></g>",
+            u.unit,
+            u.busy,
+            esc(u.label),
+            100.0 * u.busy,
+            label - 6.0,
+            y + 10.0,
+            if is_binding { " font-weight=\"bold\"" } else { "" },
+            esc(u.label),
+            y,
+            y,
+            x(u.busy) - label,
+            label + bar + 6.0,
+            y + 10.0,
+            100.0 * u.busy
+        );
+    }
+    o.push_str("</svg>\n<p class=\"note\">SM units averaged over the SMs that ran CTAs; L2 and DRAM over the GPU's capacity. Hover a bar for its scope.</p></figure>\n");
+    o
+}
+
+/// 10^`e` as an axis label: `0.01`, `0.1`, `1`, `10`, `1k`, `10k`.
+fn decade(e: i32) -> String {
+    match e {
+        ..0 => format!("{:.*}", e.unsigned_abs() as usize, 10f64.powi(e)),
+        0..3 => 10u64.pow(e as u32).to_string(),
+        _ => format!("{}k", 10u64.pow(e as u32 - 3)),
+    }
+}
+
+/// Log-log roofline of the SMs the run used: the tensor peak, each memory level's bandwidth
+/// roof and the kernel's point at that level (SVG). Colours as in the units-over-time chart.
+fn roofline_chart(rf: &Roofline) -> String {
+    let (left, right, top, bottom) = (56.0, 470.0, 16.0, 270.0);
+    let color = |name: &str| match name {
+        "shared memory" => "#6a1b9a",
+        "L2" => "#9e9d24",
+        _ => "#c62828",
+    };
+    if rf.levels.is_empty() {
+        return "<figure><figcaption>No roofline: the run moved no bytes through shared memory, L2 or DRAM.</figcaption></figure>\n".to_string();
+    }
+    let peak = rf.tflops(rf.peak);
+    let achieved = rf.tflops(rf.achieved());
+    let mut xs: Vec<f64> = Vec::new();
+    for l in &rf.levels {
+        xs.push(rf.intensity(l));
+        xs.push(rf.peak / l.roof);
+    }
+    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = xs.iter().copied().fold(0.0, f64::max);
+    // Whole decades around the points and the ridges; the peak a little below the top.
+    let (e0, e1) = (
+        (lo / 3.0).log10().floor() as i32,
+        (hi * 3.0).log10().ceil() as i32,
+    );
+    let (x0, x1) = (10f64.powi(e0), 10f64.powi(e1));
+    let ey = (achieved.min(peak) / 30.0).log10().floor() as i32;
+    let (y0, y1) = (10f64.powi(ey), peak * 3.0);
+    let px = |v: f64| left + (right - left) * (v / x0).log10() / (x1 / x0).log10();
+    let py = |v: f64| bottom - (bottom - top) * (v / y0).log10() / (y1 / y0).log10();
+    let legend_y = bottom + 40.0;
+    let mut o = format!(
+        "<figure><figcaption>Roofline of the {} SM{} used, at {} MHz</figcaption>\n<svg id=\"roofline\" width=\"{}\" height=\"{}\" role=\"img\" data-peak-tflops=\"{peak:.3}\" data-achieved-tflops=\"{achieved:.3}\">\n<rect x=\"{left}\" y=\"{top}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#999\"/>\n",
+        rf.sms,
+        if rf.sms == 1 { "" } else { "s" },
+        rf.clock_mhz,
+        right + 90.0,
+        legend_y + 16.0 * rf.levels.len() as f64,
+        right - left,
+        bottom - top
+    );
+    for e in e0..=e1 {
+        let _ = writeln!(
+            o,
+            "<line x1=\"{0:.1}\" y1=\"{top}\" x2=\"{0:.1}\" y2=\"{bottom}\" stroke=\"#eee\"/><text x=\"{0:.1}\" y=\"{1}\" text-anchor=\"middle\" class=\"axis\">{2}</text>",
+            px(10f64.powi(e)),
+            bottom + 14.0,
+            decade(e)
+        );
+    }
+    for e in (ey..).take_while(|&e| 10f64.powi(e) <= y1) {
+        let y = py(10f64.powi(e));
+        let _ = writeln!(
+            o,
+            "<line x1=\"{left}\" y1=\"{y:.1}\" x2=\"{right}\" y2=\"{y:.1}\" stroke=\"#eee\"/><text x=\"{0}\" y=\"{1:.1}\" text-anchor=\"end\" class=\"axis\">{2}</text>",
+            left - 4.0,
+            y + 4.0,
+            decade(e)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" class=\"axis\">arithmetic intensity (FLOP per byte moved at the level)</text><text x=\"4\" y=\"11\" class=\"axis\">TFLOP/s</text>",
+        (left + right) / 2.0,
+        bottom + 28.0
+    );
+    // The compute roof from the leftmost ridge on, then each level's bandwidth up to its ridge.
+    let first_ridge = rf
+        .levels
+        .iter()
+        .map(|l| rf.peak / l.roof)
+        .fold(x1, f64::min)
+        .max(x0);
+    let _ = writeln!(
+        o,
+        "<line x1=\"{:.1}\" y1=\"{1:.1}\" x2=\"{right}\" y2=\"{1:.1}\" stroke=\"#000\" stroke-width=\"2\"><title>tensor peak {peak:.1} TFLOP/s ({2} FLOP/cycle)</title></line><text x=\"{3}\" y=\"{4:.1}\" text-anchor=\"end\">tensor peak {peak:.1} TFLOP/s</text>",
+        px(first_ridge),
+        py(peak),
+        rf.peak,
+        right - 4.0,
+        py(peak) - 9.0
+    );
+    for (i, l) in rf.levels.iter().enumerate() {
+        let bw = rf.tflops(l.roof);
+        let (ridge, start) = (rf.peak / l.roof, (y0 / bw).max(x0));
+        let c = color(l.name);
+        if ridge > start {
+            let _ = writeln!(
+                o,
+                "<line class=\"roof\" data-level=\"{}\" x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"{c}\" stroke-width=\"2\"{}><title>{} roof {:.0} GB/s ({:.1} B/cycle)</title></line>",
+                l.name,
+                px(start),
+                py(start * bw),
+                px(ridge),
+                py(peak),
+                if l.name == "L2" {
+                    " stroke-dasharray=\"6 4\""
+                } else {
+                    ""
+                },
+                l.name,
+                rf.gbs(l.roof),
+                l.roof
+            );
+        }
+        let (intensity, allowed) = (rf.intensity(l), rf.tflops(rf.attainable(l)));
+        // L2 and DRAM often share a point and a roof (the SMs' intake caps both): L2 is a
+        // ring around DRAM's dot, its roof dashed over DRAM's.
+        let mark = |x: f64, y: f64| {
+            match l.name {
+            "L2" => format!("cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"7\" fill=\"none\" stroke=\"{c}\" stroke-width=\"2\""),
+            _ => format!("cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"4.5\" fill=\"{c}\""),
+        }
+        };
+        let _ = writeln!(
+            o,
+            "<circle class=\"point\" data-level=\"{}\" data-intensity=\"{intensity:.3}\" data-tflops=\"{achieved:.3}\" {}><title>{}: {intensity:.1} FLOP/B, {achieved:.2} TFLOP/s; the roofs allow {allowed:.2} there ({:.1}%)</title></circle>",
+            l.name,
+            mark(px(intensity), py(achieved)),
+            l.name,
+            100.0 * achieved / allowed
+        );
+        let _ = writeln!(
+            o,
+            "<circle {}/><text x=\"{}\" y=\"{:.1}\">{}: {intensity:.1} FLOP/B of {:.1} MB; roof {:.0} GB/s ({:.0} B/cycle)</text>",
+            mark(left + 4.0, legend_y + 16.0 * i as f64 - 4.0),
+            left + 16.0,
+            legend_y + 16.0 * i as f64,
+            l.name,
+            l.bytes / 1e6,
+            rf.gbs(l.roof),
+            l.roof
+        );
+    }
+    let _ = write!(
+        o,
+        "</svg>\n<p class=\"note\">Tensor FLOP only. Roofs of the SMs used: the tensor peak and the shared-memory port per SM; L2 and DRAM at the preset's GPU-wide rates, capped at what the SMs take in from L2 ({:.0} B/cycle per SM: its port and its TMA fill path). Shared-memory bytes are the port's busy cycles × its width.</p></figure>\n",
+        rf.sm_intake
+    );
+    o
+}
+
+/// Text colour readable on a `#rrggbb` fill.
+fn ink(fill: &str) -> &'static str {
+    let v = u32::from_str_radix(fill.trim_start_matches('#'), 16).unwrap_or(0);
+    let (r, g, b) = ((v >> 16) & 255, (v >> 8) & 255, v & 255);
+    if 299 * r + 587 * g + 114 * b > 150_000 {
+        "#000"
+    } else {
+        "#fff"
+    }
+}
+
+/// Stacked bars of state shares per role, and per warpgroup for roles with more than one,
+/// each segment with its percentage when it fits and the ranked states under the bar (SVG).
+fn stall_bars(other: &Value) -> String {
+    let groups = stall_rows::warpgroup_rows(other);
+    let mut rows: Vec<(Row, bool)> = Vec::new();
+    for role in stall_rows::role_rows(other) {
+        // Warpgroup `consumer1` of role `consumer`: the role's name and an index.
+        let mine: Vec<&Row> = groups
+            .iter()
+            .filter(|g| {
+                g.name
+                    .strip_prefix(role.name.as_str())
+                    .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
+            })
+            .collect();
+        let split = mine.len() > 1;
+        rows.push((role, false));
+        if split {
+            rows.extend(mine.into_iter().map(|g| (g.clone(), true)));
+        }
+    }
+    let (w, h, label, gap) = (720.0, 22.0, 150.0, 26.0);
+    let mut o = format!(
+        "<h2>Stall breakdown per role and warpgroup</h2>\n<svg id=\"stalls\" width=\"{}\" height=\"{}\" role=\"img\">\n",
+        // Room for the ranked states' line under the bars.
+        label + w + 230.0,
+        rows.len() as f64 * (h + gap) + 10.0
+    );
+    for (i, (r, group)) in rows.iter().enumerate() {
+        let total = r.cycles.max(1) as f64;
+        let y = 5.0 + i as f64 * (h + gap);
+        let _ = writeln!(
+            o,
+            "<text x=\"{}\" y=\"{:.1}\"{}>{} · {} warp{}</text>",
+            if *group { 14.0 } else { 0.0 },
             y + h * 0.7,
-            esc(role)
+            if *group { "" } else { " font-weight=\"bold\"" },
+            esc(&r.name),
+            r.warps,
+            if r.warps == 1 { "" } else { "s" }
         );
         let mut x = label;
+        let ranked = r.ranked();
         for s in State::ALL {
-            let c = r["states"][s.name()].as_f64().unwrap_or(0.0);
+            let c = r.states.get(s.name()).copied().unwrap_or(0) as f64;
             if c <= 0.0 {
                 continue;
             }
-            let bw = w * c / total;
+            let (bw, share) = (w * c / total, 100.0 * c / total);
             let _ = writeln!(
                 o,
-                "<rect x=\"{x:.2}\" y=\"{y:.1}\" width=\"{bw:.2}\" height=\"{h}\" fill=\"{}\"><title>{} {:.1}% [{}]</title></rect>",
+                "<rect class=\"stall\" data-row=\"{}\" data-state=\"{}\" data-share=\"{share:.2}\" x=\"{x:.2}\" y=\"{y:.1}\" width=\"{bw:.2}\" height=\"{h}\" fill=\"{}\"><title>{} {share:.1}% [{}]</title></rect>",
+                esc(&r.name),
+                s.name(),
                 s.color(),
                 s.name(),
-                100.0 * c / total,
                 s.ncu()
             );
+            // A percentage fits in about 40 px at 11 px.
+            if bw >= 40.0 {
+                let _ = writeln!(
+                    o,
+                    "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"11\" fill=\"{}\" pointer-events=\"none\">{share:.1}%</text>",
+                    x + bw / 2.0,
+                    y + h * 0.68,
+                    ink(s.color())
+                );
+            }
             x += bw;
         }
+        let listed: Vec<String> = ranked
+            .iter()
+            .take(6)
+            .map(|(s, c)| format!("{} {:.1}%", s.name(), 100.0 * *c as f64 / total))
+            .collect();
+        let _ = writeln!(
+            o,
+            "<text x=\"{label}\" y=\"{:.1}\" font-size=\"11\" fill=\"#555\">{}</text>",
+            y + h + 13.0,
+            esc(&listed.join(" · "))
+        );
     }
     o.push_str("</svg>\n");
     o
@@ -406,7 +715,8 @@ fn counter_chart(
             let _ = writeln!(
                 o,
                 "<text x=\"{}\" y=\"{}\" fill=\"{color}\">{name} (100% = {peak:.0})</text>",
-                40.0 + (5 + 2 * i) as f64 * 90.0,
+                // After the unit names, one per 90 px.
+                40.0 + (UNITS.len() + 2 * i) as f64 * 90.0,
                 h + 30.0
             );
         }
@@ -419,9 +729,14 @@ const CSS: &str = "body{font:14px system-ui,sans-serif;margin:20px;color:#222}\
 table.summary th{text-align:left;padding-right:16px;vertical-align:top}\
 .legend span{display:inline-block;margin:2px 12px 2px 0}\
 .legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}\
-.note{color:#666}canvas{border:1px solid #ccc;display:block}svg text{font-size:12px}";
+.note{color:#666}canvas{border:1px solid #ccc;display:block}svg text{font-size:12px}\
+svg text.axis{fill:#666;font-size:11px}.verdict{font-size:16px;font-weight:600;max-width:1100px}\
+.panels{display:flex;flex-wrap:wrap;gap:24px}figure{margin:0}figcaption{font-weight:600;margin-bottom:4px}\
+.panels .note{max-width:480px;font-size:12px}table.findings{max-width:1100px;margin-top:8px}\
+table.findings th{text-align:left;padding-right:16px;vertical-align:top;white-space:nowrap}";
 
-/// Draws the timeline rows; marks the page rendered (or the error) for headless checks.
+/// Draws the timeline rows; marks the page rendered (or the error) and where the diagnosis'
+/// charts end, for headless checks.
 const SCRIPT: &str = r#"window.onerror = function (m) { document.body.setAttribute('data-error', String(m)); };
 (function () {
   const c = document.getElementById('timeline');
@@ -440,6 +755,26 @@ const SCRIPT: &str = r#"window.onerror = function (m) { document.body.setAttribu
       g.fillRect(label + b * cw, y, Math.ceil(cw), rowH - 1);
     }
   });
+  // Where the diagnosis' charts end on the page, for the test that they fit the first screen.
+  const panels = document.querySelector('#diagnosis .panels');
+  if (panels) {
+    const r = panels.getBoundingClientRect();
+    document.body.setAttribute('data-panels-bottom', String(Math.round(r.bottom + window.scrollY)));
+  }
   document.body.setAttribute('data-rendered', 'ok');
 })();
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axis_labels_name_whole_decades() {
+        let labels: Vec<String> = (-2..=5).map(decade).collect();
+        assert_eq!(
+            labels,
+            ["0.01", "0.1", "1", "10", "100", "1k", "10k", "100k"]
+        );
+    }
+}

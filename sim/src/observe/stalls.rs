@@ -29,7 +29,7 @@ pub struct Row {
 
 impl Row {
     /// States by descending share (ties by name).
-    fn ranked(&self) -> Vec<(State, u64)> {
+    pub fn ranked(&self) -> Vec<(State, u64)> {
         let mut v: Vec<(State, u64)> = State::ALL
             .iter()
             .map(|&s| (s, *self.states.get(s.name()).unwrap_or(&0)))
@@ -64,7 +64,8 @@ pub struct Stalls {
     pub units: BTreeMap<String, f64>,
 }
 
-fn states_of(v: &Value) -> BTreeMap<String, u64> {
+/// A JSON object of warp-cycle counts.
+pub(crate) fn states_of(v: &Value) -> BTreeMap<String, u64> {
     v.as_object()
         .map(|m| {
             m.iter()
@@ -74,42 +75,91 @@ fn states_of(v: &Value) -> BTreeMap<String, u64> {
         .unwrap_or_default()
 }
 
-/// Reads the stall summary of a trace, per role or per warp.
-pub fn load(path: &Path, per_warp: bool) -> Result<Stalls, StallsError> {
-    let other = trace_read::read(path, |_| {})?;
-    let report = &other["report"];
-    let text = |v: &Value| v.as_str().unwrap_or("?").to_string();
-    let mut rows = Vec::new();
-    if per_warp {
-        for w in other["warps"].as_array().into_iter().flatten() {
-            rows.push(Row {
-                name: format!("{} (CTA {}, SM {})", text(&w["name"]), w["cta"], w["sm"]),
-                warps: 1,
-                cycles: w["lifetime"].as_u64().unwrap_or(0),
-                states: states_of(&w["states"]),
-                mbarrier_waits: states_of(&w["mbarrier_waits"]),
-                wgmma_waits: states_of(&w["wgmma_waits"]),
-            });
-        }
-    } else {
-        let order: Vec<String> = other["role_order"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(text)
-            .collect();
-        for role in order {
-            let r = &report["roles"][&role];
-            rows.push(Row {
-                name: role,
+/// One warp's row from a trace summary's `warps` entry.
+fn warp_row(w: &Value) -> Row {
+    Row {
+        name: format!("{} (CTA {}, SM {})", text(&w["name"]), w["cta"], w["sm"]),
+        warps: 1,
+        cycles: w["lifetime"].as_u64().unwrap_or(0),
+        states: states_of(&w["states"]),
+        mbarrier_waits: states_of(&w["mbarrier_waits"]),
+        wgmma_waits: states_of(&w["wgmma_waits"]),
+    }
+}
+
+fn text(v: &Value) -> String {
+    v.as_str().unwrap_or("?").to_string()
+}
+
+/// A row per role of a trace's summary (`otherData`), in the kernel's order.
+pub fn role_rows(other: &Value) -> Vec<Row> {
+    let order = other["role_order"].as_array().into_iter().flatten();
+    order
+        .map(|role| {
+            let r = &other["report"]["roles"][text(role)];
+            Row {
+                name: text(role),
                 warps: r["warps"].as_u64().unwrap_or(0),
                 cycles: r["lifetime"].as_u64().unwrap_or(0),
                 states: states_of(&r["states"]),
                 mbarrier_waits: states_of(&r["mbarrier_waits"]),
                 wgmma_waits: states_of(&r["wgmma_waits"]),
-            });
+            }
+        })
+        .collect()
+}
+
+/// A row per warpgroup of a trace's summary, summed over CTAs (`consumer1` holds every
+/// `consumer1.wN`), in the order the warps come.
+pub fn warpgroup_rows(other: &Value) -> Vec<Row> {
+    let mut rows: Vec<Row> = Vec::new();
+    for w in other["warps"].as_array().into_iter().flatten() {
+        let name = text(&w["name"]);
+        let group = name.rsplit_once(".w").map_or(name.as_str(), |(g, _)| g);
+        let one = warp_row(w);
+        let row = match rows.iter().position(|r| r.name == group) {
+            Some(i) => &mut rows[i],
+            None => {
+                rows.push(Row {
+                    name: group.to_string(),
+                    warps: 0,
+                    cycles: 0,
+                    states: BTreeMap::new(),
+                    mbarrier_waits: BTreeMap::new(),
+                    wgmma_waits: BTreeMap::new(),
+                });
+                rows.last_mut().expect("just pushed")
+            }
+        };
+        row.warps += 1;
+        row.cycles += one.cycles;
+        for (into, from) in [
+            (&mut row.states, one.states),
+            (&mut row.mbarrier_waits, one.mbarrier_waits),
+            (&mut row.wgmma_waits, one.wgmma_waits),
+        ] {
+            for (k, c) in from {
+                *into.entry(k).or_default() += c;
+            }
         }
     }
+    rows
+}
+
+/// Reads the stall summary of a trace, per role or per warp.
+pub fn load(path: &Path, per_warp: bool) -> Result<Stalls, StallsError> {
+    let other = trace_read::read(path, |_| {})?;
+    let report = &other["report"];
+    let rows: Vec<Row> = if per_warp {
+        other["warps"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(warp_row)
+            .collect()
+    } else {
+        role_rows(&other)
+    };
     if rows.is_empty() {
         return Err(StallsError::NoWarps(path.display().to_string()));
     }
@@ -232,14 +282,22 @@ pub fn csv(s: &Stalls) -> String {
     o
 }
 
-/// `full 75%, empty 25%`: each sub-reason's share, largest first (ties by name).
-fn shares(by: &BTreeMap<String, u64>) -> String {
-    let total: u64 = by.values().sum();
+/// Each sub-reason's share of the total, largest first (ties by name).
+pub fn ranked_shares(by: &BTreeMap<String, u64>) -> Vec<(&str, f64)> {
+    let total = by.values().sum::<u64>().max(1) as f64;
     let mut ranked: Vec<(&String, &u64)> = by.iter().collect();
     ranked.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     ranked
+        .into_iter()
+        .map(|(m, &c)| (m.as_str(), c as f64 / total))
+        .collect()
+}
+
+/// `full 75%, empty 25%`: each sub-reason's share, largest first (ties by name).
+fn shares(by: &BTreeMap<String, u64>) -> String {
+    ranked_shares(by)
         .iter()
-        .map(|(m, c)| format!("{m} {:.0}%", 100.0 * **c as f64 / total.max(1) as f64))
+        .map(|(m, f)| format!("{m} {:.0}%", 100.0 * f))
         .collect::<Vec<_>>()
         .join(", ")
 }
