@@ -523,3 +523,98 @@ fn the_summary_says_when_there_is_no_minimum_dram_traffic() {
         "{text}"
     );
 }
+
+/// The `ncu` object names the report's figures with Nsight Compute's metric names, and each
+/// holds the figure it stands for.
+#[test]
+fn ncu_names_the_known_metrics() {
+    let out = stdout_of(&["run", "scenarios/gemm_ws.ron", "--no-trace", "--json"]);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let ncu = |name: &str| {
+        j["ncu"][name]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no ncu.{name} in {}", j["ncu"]))
+    };
+    let num = |p: &str| j.pointer(p).and_then(|v| v.as_f64()).unwrap();
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+    let sms = num("/sms") / num("/sms_total");
+    for (name, value) in [
+        ("gpc__cycles_elapsed.max", num("/cycles")),
+        ("gpu__time_duration.sum", 1e3 * num("/time_us")),
+        ("smsp__inst_executed.sum", num("/instructions")),
+        (
+            "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+            100.0 * num("/units/tensor/busy"),
+        ),
+        (
+            "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+            100.0 * num("/units/tensor/busy") * sms,
+        ),
+        // One CTA: the SM's busiest compute pipe, the tensor pipe, over 132 SMs.
+        (
+            "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+            100.0 * num("/units/tensor/busy") * sms,
+        ),
+        (
+            "smsp__issue_active.avg.pct_of_peak_sustained_active",
+            100.0 * num("/units/issue/busy"),
+        ),
+        (
+            "smsp__issue_active.avg.per_cycle_active",
+            num("/schedulers/issued_per_cycle"),
+        ),
+        (
+            "smsp__warps_active.avg.per_cycle_active",
+            num("/schedulers/active_warps"),
+        ),
+        (
+            "smsp__warps_eligible.avg.per_cycle_active",
+            num("/schedulers/eligible_warps"),
+        ),
+        (
+            "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+            100.0 * num("/dram/bandwidth_gbs") / 3350.0,
+        ),
+        (
+            "lts__t_sectors.avg.pct_of_peak_sustained_elapsed",
+            100.0 * num("/l2/bytes") / num("/cycles") / 7446.0,
+        ),
+        ("lts__t_sector_hit_rate.pct", 100.0 * num("/l2/hit_rate")),
+        ("dram__bytes_read.sum", num("/dram/read_bytes")),
+        (
+            "dram__bytes.sum.per_second",
+            1e9 * num("/dram/bandwidth_gbs"),
+        ),
+        (
+            "smsp__pcsamp_warps_issue_stalled_barrier",
+            num("/roles/consumer/ncu/barrier") + num("/roles/producer/ncu/barrier"),
+        ),
+    ] {
+        assert!(
+            close(ncu(name), value),
+            "{name}: {} against {value}",
+            ncu(name)
+        );
+    }
+    // Warp State Statistics: the stall reasons' cycles per issued instruction add up to the
+    // warp cycles per issued instruction.
+    let stalls: f64 = j["ncu"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| k.starts_with("smsp__average_warps_issue_stalled_"))
+        .map(|(_, v)| v.as_f64().unwrap())
+        .sum();
+    let per_issued = ncu("smsp__average_warp_latency_per_inst_issued.ratio");
+    assert!(close(stalls, per_issued), "{stalls} against {per_issued}");
+    assert_eq!(j["ncu"].as_object().unwrap().len(), 43);
+    // The summary's SOL line shows the same three throughputs.
+    let text = stdout_of(&["run", "scenarios/gemm_ws.ron", "--no-trace"]);
+    let sol = format!(
+        "SOL         SM {:.1}%, L2 {:.1}%, DRAM {:.1}% of peak over all 132 SMs; {per_issued:.2} warp cycles per issued instruction",
+        ncu("sm__throughput.avg.pct_of_peak_sustained_elapsed"),
+        ncu("lts__t_sectors.avg.pct_of_peak_sustained_elapsed"),
+        ncu("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"),
+    );
+    assert!(text.contains(&sol), "{sol}\n{text}");
+}

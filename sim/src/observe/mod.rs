@@ -2,6 +2,7 @@
 //! reports.
 
 pub mod diff;
+pub mod ncu;
 pub mod report;
 pub mod report_html;
 pub mod sanitizer;
