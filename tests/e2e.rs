@@ -524,6 +524,77 @@ fn the_summary_says_when_there_is_no_minimum_dram_traffic() {
     );
 }
 
+/// Every number of a `serde_json::Value`, by JSON Pointer.
+fn numbers(v: &serde_json::Value, path: &str, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Number(_) => out.push(path.to_string()),
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                let key = k.replace('~', "~0").replace('/', "~1");
+                numbers(x, &format!("{path}/{key}"), out);
+            }
+        }
+        serde_json::Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                numbers(x, &format!("{path}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `sim run --csv`, read back with the csv crate, holds every number of `--json` for the same
+/// run, each once, with the same digits, a unit, and the Nsight Compute name on `ncu` rows.
+#[test]
+fn run_csv_holds_every_number_of_the_json() {
+    let args = [
+        "run",
+        "scenarios/gemm_ws.ron",
+        "--no-trace",
+        "--set",
+        "stages=2",
+    ];
+    let json = stdout_of(&[&args[..], &["--json"]].concat());
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let csv_text = stdout_of(&[&args[..], &["--csv"]].concat());
+    let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
+    let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+    assert_eq!(
+        header,
+        ["scenario", "gpu", "seed", "metric", "value", "unit", "ncu"]
+    );
+    let mut seen = Vec::new();
+    for record in reader.records() {
+        let r = record.unwrap();
+        let (metric, value, unit, ncu) = (&r[3], &r[4], &r[5], &r[6]);
+        assert_eq!((&r[0], &r[1], &r[2]), ("gemm_ws", "h100-sxm", "0"));
+        let expected = json
+            .pointer(metric)
+            .unwrap_or_else(|| panic!("{metric} is not in the JSON"));
+        let got: serde_json::Value = serde_json::from_str(value).unwrap();
+        assert_eq!(&got, expected, "{metric}");
+        let unitless = metric == "/seed" || metric.starts_with("/params/");
+        assert_eq!(unit.is_empty(), unitless, "{metric}: unit `{unit}`");
+        assert_eq!(ncu, metric.strip_prefix("/ncu/").unwrap_or(""), "{metric}");
+        seen.push(metric.to_string());
+    }
+    let mut all = Vec::new();
+    numbers(&json, "", &mut all);
+    all.sort();
+    let order = seen.clone();
+    seen.sort();
+    assert_eq!(
+        seen, all,
+        "the CSV's rows are the JSON's numbers, each once"
+    );
+    // Rows follow the JSON's order, not the alphabet.
+    assert_eq!(&order[..3], ["/seed", "/params/bk", "/params/bm"]);
+    assert!(
+        order.iter().position(|m| m == "/cycles")
+            < order.iter().position(|m| m == "/units/alu/busy")
+    );
+}
+
 /// The `ncu` object names the report's figures with Nsight Compute's metric names, and each
 /// holds the figure it stands for.
 #[test]

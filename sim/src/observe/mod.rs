@@ -1,7 +1,9 @@
 //! Observers of the engine: warp-state accounting, the sanitizer, traces and their readers,
 //! reports.
 
+pub mod atomic;
 pub mod diff;
+pub mod flat;
 pub mod ncu;
 pub mod report;
 pub mod report_html;
