@@ -196,7 +196,7 @@ fn analyze_errors_exit_1_with_a_message() {
     for (args, msg) in [
         (
             vec!["analyze", "gemm", "--gpu", "b200", "64", "64", "64"],
-            "error: unknown GPU `b200`; known: rtx3070, h100-sxm, h200-sxm\n",
+            "error: unknown GPU `b200`; known: h100-sxm, h200-sxm, a100-sxm, rtx3070\n",
         ),
         (
             vec!["analyze", "gemm", "64", "64", "64", "--tile", "128x128"],
@@ -215,5 +215,43 @@ fn analyze_errors_exit_1_with_a_message() {
         assert_eq!(out.status.code(), Some(1), "{args:?}");
         assert_eq!(String::from_utf8_lossy(&out.stderr), msg, "{args:?}");
         assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+/// `sim analyze … --gpu NAME` takes every name `sim presets` lists, and names that GPU in its
+/// tables; attention, a Hopper model, refuses the presets without wgmma by name.
+#[test]
+fn analyze_takes_every_preset() {
+    let presets = stdout_of(&["presets"]);
+    let names: Vec<&str> = presets
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(names.len() >= 4, "{presets}");
+    for name in names {
+        for args in [
+            vec!["analyze", "gemm", "--gpu", name, "4096", "4096", "4096"],
+            vec![
+                "analyze", "gemm", "--gpu", name, "--tune", "4096", "4096", "4096",
+            ],
+            vec!["analyze", "decode", "--gpu", name],
+        ] {
+            let out = stdout_of(&args);
+            assert!(out.contains(name), "{args:?}:\n{out}");
+        }
+        let out = sim(&["analyze", "attention", "--gpu", name]);
+        let has_wgmma = sim::gpu::preset::Preset::builtin(name)
+            .unwrap()
+            .tensor
+            .has_wgmma;
+        if has_wgmma {
+            assert!(out.status.success(), "{name}: {out:?}");
+        } else {
+            assert_eq!(out.status.code(), Some(1), "{name}");
+            let msg = format!(
+                "error: {name} has no wgmma; the attention model is for Hopper (h100-sxm, h200-sxm)\n"
+            );
+            assert_eq!(String::from_utf8_lossy(&out.stderr), msg);
+        }
     }
 }

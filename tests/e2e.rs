@@ -523,3 +523,169 @@ fn the_summary_says_when_there_is_no_minimum_dram_traffic() {
         "{text}"
     );
 }
+
+/// Every number of a `serde_json::Value`, by JSON Pointer.
+fn numbers(v: &serde_json::Value, path: &str, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Number(_) => out.push(path.to_string()),
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                let key = k.replace('~', "~0").replace('/', "~1");
+                numbers(x, &format!("{path}/{key}"), out);
+            }
+        }
+        serde_json::Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                numbers(x, &format!("{path}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `sim run --csv`, read back with the csv crate, holds every number of `--json` for the same
+/// run, each once, with the same digits, a unit, and the Nsight Compute name on `ncu` rows.
+#[test]
+fn run_csv_holds_every_number_of_the_json() {
+    let args = [
+        "run",
+        "scenarios/gemm_ws.ron",
+        "--no-trace",
+        "--set",
+        "stages=2",
+    ];
+    let json = stdout_of(&[&args[..], &["--json"]].concat());
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let csv_text = stdout_of(&[&args[..], &["--csv"]].concat());
+    let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
+    let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+    assert_eq!(
+        header,
+        ["scenario", "gpu", "seed", "metric", "value", "unit", "ncu"]
+    );
+    let mut seen = Vec::new();
+    for record in reader.records() {
+        let r = record.unwrap();
+        let (metric, value, unit, ncu) = (&r[3], &r[4], &r[5], &r[6]);
+        assert_eq!((&r[0], &r[1], &r[2]), ("gemm_ws", "h100-sxm", "0"));
+        let expected = json
+            .pointer(metric)
+            .unwrap_or_else(|| panic!("{metric} is not in the JSON"));
+        let got: serde_json::Value = serde_json::from_str(value).unwrap();
+        assert_eq!(&got, expected, "{metric}");
+        let unitless = metric == "/seed" || metric.starts_with("/params/");
+        assert_eq!(unit.is_empty(), unitless, "{metric}: unit `{unit}`");
+        assert_eq!(ncu, metric.strip_prefix("/ncu/").unwrap_or(""), "{metric}");
+        seen.push(metric.to_string());
+    }
+    let mut all = Vec::new();
+    numbers(&json, "", &mut all);
+    all.sort();
+    let order = seen.clone();
+    seen.sort();
+    assert_eq!(
+        seen, all,
+        "the CSV's rows are the JSON's numbers, each once"
+    );
+    // Rows follow the JSON's order, not the alphabet.
+    assert_eq!(&order[..3], ["/seed", "/params/bk", "/params/bm"]);
+    assert!(
+        order.iter().position(|m| m == "/cycles")
+            < order.iter().position(|m| m == "/units/alu/busy")
+    );
+}
+
+/// The `ncu` object names the report's figures with Nsight Compute's metric names, and each
+/// holds the figure it stands for.
+#[test]
+fn ncu_names_the_known_metrics() {
+    let out = stdout_of(&["run", "scenarios/gemm_ws.ron", "--no-trace", "--json"]);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let ncu = |name: &str| {
+        j["ncu"][name]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no ncu.{name} in {}", j["ncu"]))
+    };
+    let num = |p: &str| j.pointer(p).and_then(|v| v.as_f64()).unwrap();
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+    let sms = num("/sms") / num("/sms_total");
+    for (name, value) in [
+        ("gpc__cycles_elapsed.max", num("/cycles")),
+        ("gpu__time_duration.sum", 1e3 * num("/time_us")),
+        ("smsp__inst_executed.sum", num("/instructions")),
+        (
+            "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+            100.0 * num("/units/tensor/busy"),
+        ),
+        (
+            "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+            100.0 * num("/units/tensor/busy") * sms,
+        ),
+        // One CTA: the SM's busiest compute pipe, the tensor pipe, over 132 SMs.
+        (
+            "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+            100.0 * num("/units/tensor/busy") * sms,
+        ),
+        (
+            "smsp__issue_active.avg.pct_of_peak_sustained_active",
+            100.0 * num("/units/issue/busy"),
+        ),
+        (
+            "smsp__issue_active.avg.per_cycle_active",
+            num("/schedulers/issued_per_cycle"),
+        ),
+        (
+            "smsp__warps_active.avg.per_cycle_active",
+            num("/schedulers/active_warps"),
+        ),
+        (
+            "smsp__warps_eligible.avg.per_cycle_active",
+            num("/schedulers/eligible_warps"),
+        ),
+        (
+            "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+            100.0 * num("/dram/bandwidth_gbs") / 3350.0,
+        ),
+        (
+            "lts__t_sectors.avg.pct_of_peak_sustained_elapsed",
+            100.0 * num("/l2/bytes") / num("/cycles") / 7446.0,
+        ),
+        ("lts__t_sector_hit_rate.pct", 100.0 * num("/l2/hit_rate")),
+        ("dram__bytes_read.sum", num("/dram/read_bytes")),
+        (
+            "dram__bytes.sum.per_second",
+            1e9 * num("/dram/bandwidth_gbs"),
+        ),
+        (
+            "smsp__pcsamp_warps_issue_stalled_barrier",
+            num("/roles/consumer/ncu/barrier") + num("/roles/producer/ncu/barrier"),
+        ),
+    ] {
+        assert!(
+            close(ncu(name), value),
+            "{name}: {} against {value}",
+            ncu(name)
+        );
+    }
+    // Warp State Statistics: the stall reasons' cycles per issued instruction add up to the
+    // warp cycles per issued instruction.
+    let stalls: f64 = j["ncu"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| k.starts_with("smsp__average_warps_issue_stalled_"))
+        .map(|(_, v)| v.as_f64().unwrap())
+        .sum();
+    let per_issued = ncu("smsp__average_warp_latency_per_inst_issued.ratio");
+    assert!(close(stalls, per_issued), "{stalls} against {per_issued}");
+    assert_eq!(j["ncu"].as_object().unwrap().len(), 43);
+    // The summary's SOL line shows the same three throughputs.
+    let text = stdout_of(&["run", "scenarios/gemm_ws.ron", "--no-trace"]);
+    let sol = format!(
+        "SOL         SM {:.1}%, L2 {:.1}%, DRAM {:.1}% of peak over all 132 SMs; {per_issued:.2} warp cycles per issued instruction",
+        ncu("sm__throughput.avg.pct_of_peak_sustained_elapsed"),
+        ncu("lts__t_sectors.avg.pct_of_peak_sustained_elapsed"),
+        ncu("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"),
+    );
+    assert!(text.contains(&sol), "{sol}\n{text}");
+}

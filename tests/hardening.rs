@@ -698,3 +698,129 @@ fn a_huge_grid_keeps_role_totals_and_the_first_warps_only() {
     assert_eq!(stats.warps[16_383].name, "w0.w3");
     assert_eq!(stats.warps[16_383].cta, 4095);
 }
+
+/// The files of `dir`, sorted.
+fn listing(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// `sim run -o FILE` writes what standard output would have held, and refuses to write over
+/// the scenario, the baseline or the trace, before the run, leaving them as they were.
+#[test]
+fn run_output_writes_the_file_and_never_an_input() {
+    let dir = common::scratch("output");
+    std::fs::create_dir_all(&dir).unwrap();
+    let scenario = dir.join("mini.ron");
+    std::fs::write(&scenario, mini("\"j + 1\"", "")).unwrap();
+    let s = scenario.to_str().unwrap();
+    let csv = dir.join("mini.csv");
+    let c = csv.to_str().unwrap();
+    let out = sim(&["run", s, "--no-trace", "--csv", "-o", c]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(String::from_utf8_lossy(&out.stderr), format!("wrote {c}\n"));
+    let stdout = sim(&["run", s, "--no-trace", "--csv"]).stdout;
+    assert_eq!(std::fs::read(&csv).unwrap(), stdout);
+    // The summary and --json go there too; a second run replaces the file.
+    let json = dir.join("mini.json");
+    let j = json.to_str().unwrap();
+    for flag in ["--json", "--json"] {
+        assert!(sim(&["run", s, "--no-trace", flag, "--output", j])
+            .status
+            .success());
+    }
+    assert_eq!(
+        std::fs::read(&json).unwrap(),
+        sim(&["run", s, "--no-trace", "--json"]).stdout
+    );
+    let before = listing(&dir);
+    let other = dir.join(".").join("mini.ron");
+    for (args, what) in [
+        (vec!["-o", s], "the scenario file itself"),
+        (
+            vec!["-o", other.to_str().unwrap()],
+            "the scenario file itself",
+        ),
+        (vec!["--baseline", j, "-o", j], "the baseline being read"),
+        (vec!["--trace", c, "-o", c], "the trace this run writes"),
+    ] {
+        let target = args[args.len() - 1];
+        let msg = format!("error: {target}: -o names {what}, which the output would replace");
+        let err = fails_with(&[&["run", s][..], &args[..]].concat(), &[&msg]);
+        assert!(!err.contains("wrote"), "{err}");
+    }
+    assert_eq!(
+        listing(&dir),
+        before,
+        "nothing written, nothing left behind"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&scenario).unwrap(),
+        mini("\"j + 1\"", "")
+    );
+    assert_eq!(std::fs::read(&csv).unwrap(), stdout);
+}
+
+/// `-o` over the trace a run wrote under its default name is refused once that name is known,
+/// after the trace is written and before the output is.
+#[test]
+fn run_output_never_replaces_the_default_trace() {
+    let trace = "traces/wgmma_stream.trace.json";
+    let args = ["run", "scenarios/wgmma_stream.ron", "-o", trace];
+    fails_with(
+        &args,
+        &[&format!(
+            "error: {trace}: -o names the trace this run wrote, which the output would replace"
+        )],
+    );
+    let text = std::fs::read_to_string(common::root().join(trace)).unwrap();
+    assert!(
+        text.starts_with("{\"traceEvents\":["),
+        "the trace is still the trace"
+    );
+}
+
+/// A run that fails, or an output that cannot be written, leaves no file and no temporary.
+#[test]
+fn run_output_leaves_nothing_behind_on_error() {
+    let dir = common::scratch("output_errors");
+    std::fs::create_dir_all(&dir).unwrap();
+    let scenario = dir.join("mini.ron");
+    std::fs::write(&scenario, mini("\"j + 1\"", "")).unwrap();
+    let s = scenario.to_str().unwrap();
+    let deadlock = common::fixture("deadlock_empty");
+    let out = dir.join("out.json");
+    let o = out.to_str().unwrap();
+    fails_with(
+        &[
+            "run",
+            deadlock.to_str().unwrap(),
+            "--no-trace",
+            "--json",
+            "-o",
+            o,
+        ],
+        &["deadlock"],
+    );
+    // A folder in the way, and a folder that does not exist.
+    let folder = dir.join("folder");
+    std::fs::create_dir_all(&folder).unwrap();
+    let f = folder.to_str().unwrap();
+    fails_with(
+        &["run", s, "--no-trace", "-o", f],
+        &[&format!("error: {f}: ")],
+    );
+    let missing = dir.join("missing").join("out.csv");
+    let m = missing.to_str().unwrap();
+    fails_with(
+        &["run", s, "--no-trace", "--csv", "-o", m],
+        &[&format!("error: {m}: No such file or directory")],
+    );
+    assert_eq!(listing(&dir), ["folder", "mini.ron"]);
+    assert!(listing(&folder).is_empty());
+}

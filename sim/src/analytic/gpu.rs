@@ -38,7 +38,8 @@ pub struct GpuSpec {
 }
 
 impl GpuSpec {
-    pub const NAMES: [&'static str; 3] = ["rtx3070", "h100-sxm", "h200-sxm"];
+    /// Every GPU the models know: the simulator's presets, in `sim presets` order.
+    pub const NAMES: [&'static str; 4] = ["h100-sxm", "h200-sxm", "a100-sxm", "rtx3070"];
 
     /// The seeds' device, with the numbers the GEMM resource model K1 uses (`docs/analytic.md`).
     pub fn rtx3070() -> GpuSpec {
@@ -122,11 +123,47 @@ impl GpuSpec {
         }
     }
 
+    /// A100 SXM4 80 GB: Ampere, cp.async and mma.sync (the a100-sxm preset's numbers).
+    pub fn a100_sxm() -> GpuSpec {
+        GpuSpec {
+            name: "a100-sxm",
+            // [DS] DS-A: 108 SMs of 128.
+            sms: 108,
+            // [DS] CCCL cc 8.0: 2048 threads, 64K registers, 255 per thread.
+            threads_per_sm: 2048,
+            regs_per_sm: 65_536,
+            max_regs_per_thread: 255,
+            // [DS] CCCL: 164 KB smem per SM, 163 KB per CTA.
+            smem_per_sm: 167_936,
+            smem_per_cta: 166_912,
+            // [DS] CCCL: 32 resident CTAs per SM.
+            ctas_per_sm: 32,
+            // [DS] DS-A: 312 TFLOP/s dense FP16/BF16 with FP32 accumulation at 1410 MHz.
+            peak_flops: 312e12,
+            // [INF] 312e12 / (108 x 1.41e9) = 2048 FLOP/clk/SM.
+            tensor_flops_per_clk: 2048,
+            // [DS] CUDAPG: 32 banks x 4 B.
+            smem_bytes_per_clk: 128,
+            // [DS] CUDAPG: 16 special-function ops per SM per cycle.
+            mufu_per_clk: 16,
+            // [DS] DS-A: 2039 GB/s HBM2e.
+            dram_bytes_per_s: 2039e9,
+            // [INF] unmeasured: 64 B/clk per SM (the a100-sxm preset's memory.sm_bytes_per_cycle)
+            // at the 1410 MHz boost.
+            sm_bytes_per_s: 64.0 * 1.41e9,
+            // [SEED] K1/T3 launch overhead; host launches measure ~4-6 us (third-party reports).
+            launch_s: 5e-6,
+            // [DS] CCCL: no wgmma before sm_90a.
+            has_wgmma: false,
+        }
+    }
+
     pub fn by_name(name: &str) -> Result<GpuSpec, InputError> {
         match name {
             "rtx3070" => Ok(GpuSpec::rtx3070()),
             "h100-sxm" => Ok(GpuSpec::h100_sxm()),
             "h200-sxm" => Ok(GpuSpec::h200_sxm()),
+            "a100-sxm" => Ok(GpuSpec::a100_sxm()),
             _ => Err(InputError::UnknownGpu(name.to_string())),
         }
     }
@@ -140,6 +177,7 @@ impl GpuSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gpu::preset::Preset;
 
     #[test]
     fn every_name_resolves_to_its_spec() {
@@ -151,7 +189,65 @@ mod tests {
     #[test]
     fn unknown_names_list_the_known_ones() {
         let e = GpuSpec::by_name("a100").unwrap_err().to_string();
-        assert_eq!(e, "unknown GPU `a100`; known: rtx3070, h100-sxm, h200-sxm");
+        assert_eq!(
+            e,
+            "unknown GPU `a100`; known: h100-sxm, h200-sxm, a100-sxm, rtx3070"
+        );
+    }
+
+    /// `sim analyze --gpu` takes the names `sim presets` lists, and each spec holds its preset's
+    /// limits and rates (the analytic peaks are the datasheets', the presets' clocks may differ).
+    #[test]
+    fn every_preset_has_a_spec_that_agrees_with_it() {
+        assert_eq!(GpuSpec::NAMES.to_vec(), Preset::names());
+        for name in Preset::names() {
+            let (g, p) = (
+                GpuSpec::by_name(name).unwrap(),
+                Preset::builtin(name).unwrap(),
+            );
+            let smem_port = (p.smem.banks * p.smem.bank_bytes) as u64;
+            let mufu = (p.pipes.mufu.lanes * p.sm.partitions) as u64;
+            assert_eq!(
+                (
+                    g.sms,
+                    g.threads_per_sm,
+                    g.regs_per_sm,
+                    g.max_regs_per_thread
+                ),
+                (
+                    p.sm.count as u64,
+                    p.sm.max_threads as u64,
+                    p.regs.per_sm as u64,
+                    p.regs.max_per_thread as u64
+                ),
+                "{name}"
+            );
+            assert_eq!(
+                (
+                    g.smem_per_sm,
+                    g.smem_per_cta,
+                    g.ctas_per_sm,
+                    g.smem_bytes_per_clk
+                ),
+                (
+                    p.smem.per_sm,
+                    p.smem.per_cta,
+                    p.sm.max_ctas as u64,
+                    smem_port
+                ),
+                "{name}"
+            );
+            assert_eq!(
+                (g.tensor_flops_per_clk, g.mufu_per_clk, g.has_wgmma),
+                (p.tensor.flops_per_cycle, mufu, p.tensor.has_wgmma),
+                "{name}"
+            );
+            assert_eq!(
+                g.dram_bytes_per_s,
+                p.memory.hbm.bandwidth_gbs * 1e9,
+                "{name}"
+            );
+        }
     }
 
     #[test]

@@ -4,12 +4,12 @@ use super::emit;
 use super::scenario::ScenarioArgs;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sim::engine::Progress;
-use sim::observe::diff;
 use sim::observe::trace::{Filter, Level, DEFAULT_TRACE_MAX_MB};
+use sim::observe::{atomic, diff};
 use sim::run::{self, TraceOptions};
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::ops::Range;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -24,9 +24,15 @@ pub struct Args {
     /// Print the report as one JSON object (see docs/cli.md).
     #[arg(long)]
     json: bool,
+    /// Print the report as one CSV table, a row per number (see docs/cli.md).
+    #[arg(long, conflicts_with = "json")]
+    csv: bool,
     /// After the summary, this run against an earlier one's `--json` report (as `sim diff`).
-    #[arg(long, value_name = "FILE", conflicts_with = "json")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["json", "csv"])]
     baseline: Option<PathBuf>,
+    /// Write the summary, `--json` or `--csv` to FILE instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
     #[command(flatten)]
     trace: TraceArgs,
 }
@@ -86,7 +92,22 @@ fn parse_range(s: &str) -> Result<Range<u64>, String> {
 }
 
 pub fn run(a: &Args) -> anyhow::Result<()> {
-    // A baseline that cannot be read fails before the run, not after it.
+    // An output over an input, or a baseline that cannot be read, fails before the run.
+    if let Some(out) = &a.output {
+        let inputs = [
+            (Some(&a.scenario.file), "the scenario file itself"),
+            (a.baseline.as_ref(), "the baseline being read"),
+            (a.trace.trace.as_ref(), "the trace this run writes"),
+        ];
+        for (input, what) in inputs {
+            if input.is_some_and(|i| i == out || run::same_file(i, out)) {
+                anyhow::bail!(
+                    "{}: -o names {what}, which the output would replace",
+                    out.display()
+                );
+            }
+        }
+    }
     let baseline = a.baseline.as_ref().map(|p| diff::load(p)).transpose()?;
     let mut opts = a.scenario.options(a.clock_mhz);
     opts.trace = a.trace.options();
@@ -107,8 +128,20 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         b.finish_and_clear();
     }
     let report = result?;
+    if let (Some(out), Some(t)) = (&a.output, &report.trace) {
+        // The default trace's name is known only now; the trace is written, the output not.
+        if run::same_file(out, Path::new(&t.path)) {
+            anyhow::bail!(
+                "{}: -o names the trace this run wrote, which the output would replace",
+                out.display()
+            );
+        }
+    }
     if a.json {
-        return emit(&(report.to_json() + "\n"));
+        return output(a, &(report.to_json() + "\n"));
+    }
+    if a.csv {
+        return output(a, &report.to_csv()?);
     }
     let mut out = report.summary();
     if let (Some(path), Some(base)) = (&a.baseline, &baseline) {
@@ -118,7 +151,19 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         out += &format!("\ncompared with {}:\n", path.display());
         out += &diff::render(&d, false);
     }
-    emit(&out)
+    output(a, &out)
+}
+
+/// `text` to `-o FILE`, whole or not at all, or else to standard output.
+fn output(a: &Args, text: &str) -> anyhow::Result<()> {
+    let Some(path) = &a.output else {
+        return emit(text);
+    };
+    let name = path.display();
+    atomic::write(path, text.as_bytes()).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+    // The output is written; a closed standard error only loses this note.
+    let _ = writeln!(std::io::stderr(), "wrote {name}");
+    Ok(())
 }
 
 /// A progress bar on stderr, only when stderr is a terminal.

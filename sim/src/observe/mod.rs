@@ -1,8 +1,11 @@
 //! Observers of the engine: warp-state accounting, the sanitizer, traces and their readers,
 //! reports.
 
+pub mod atomic;
 pub mod diagnosis;
 pub mod diff;
+pub mod flat;
+pub mod ncu;
 pub mod report;
 pub mod report_html;
 pub mod sanitizer;

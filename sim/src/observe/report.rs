@@ -5,6 +5,7 @@ use crate::analytic::bound::{Bound, BoundError};
 use crate::analytic::fmt::grouped;
 use crate::engine::RunStats;
 use crate::gpu::preset::Preset;
+use crate::observe::ncu;
 use crate::observe::warp_state::State;
 use comfy_table::{presets, CellAlignment, ColumnConstraint, Table, Width};
 use isa::program::Kernel;
@@ -53,6 +54,9 @@ pub struct Report {
     pub peak: Peak,
     pub schedulers: Schedulers,
     pub roles: BTreeMap<String, Role>,
+    /// The figures above under Nsight Compute's metric names, with speed-of-light percentages
+    /// per unit and the Warp State Statistics over every warp ([`ncu::metrics`]).
+    pub ncu: BTreeMap<String, f64>,
     /// The scenario's own prediction, or else the generic bound's.
     pub analytic: Option<Analytic>,
     /// The generic resource bound (`docs/analytic.md`), reported for every scenario so those with
@@ -301,7 +305,7 @@ impl Report {
             ratio: s.cycles as f64 / a.cycles.max(1) as f64,
             note: a.note.clone(),
         });
-        Report {
+        let mut report = Report {
             scenario: k.name.clone(),
             gpu: p.name.clone(),
             seed,
@@ -357,13 +361,16 @@ impl Report {
             },
             schedulers,
             roles,
+            ncu: BTreeMap::new(),
             analytic,
             bound: None,
             bound_error: Some("not computed".to_string()),
             events: s.events,
             trace: None,
             role_order: k.roles.iter().map(|r| r.name.clone()).collect(),
-        }
+        };
+        report.ncu = ncu::metrics(&report, p);
+        report
     }
 
     /// Adds the generic resource bound of `k` (or why there is none); a scenario without its own
@@ -526,6 +533,16 @@ impl Report {
             o,
             "schedulers  {:.2} active warps, {:.2} eligible, {:.2} issued per cycle (per partition)",
             sch.active_warps, sch.eligible_warps, sch.issued_per_cycle
+        );
+        let n = |name: &str| self.ncu.get(name).copied().unwrap_or(0.0);
+        let _ = writeln!(
+            o,
+            "SOL         SM {:.1}%, L2 {:.1}%, DRAM {:.1}% of peak over all {} SMs; {:.2} warp cycles per issued instruction (Nsight Compute names: --json, --csv)",
+            n(ncu::SM_THROUGHPUT),
+            n(ncu::L2_THROUGHPUT),
+            n(ncu::DRAM_THROUGHPUT),
+            self.sms_total,
+            n(ncu::WARP_CYCLES_PER_ISSUED)
         );
         let _ = writeln!(
             o,

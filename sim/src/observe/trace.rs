@@ -28,7 +28,6 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Default of the trace's size limit ([`Tracer::create`]), in MiB of uncompressed JSON: about
 /// the most ui.perfetto.dev and `sim report` still open.
@@ -295,9 +294,6 @@ impl Sink {
     }
 }
 
-/// Temporary files made by this process so far (their names differ also between threads).
-static TEMPORARIES: AtomicU64 = AtomicU64::new(0);
-
 pub struct Tracer {
     out: Sink,
     /// The trace's file, and the temporary file beside it that receives the events until
@@ -331,12 +327,7 @@ impl Tracer {
         if let Some(dir) = dir {
             std::fs::create_dir_all(dir)?;
         }
-        let name = path
-            .file_name()
-            .map_or("trace".into(), |n| n.to_string_lossy());
-        let n = TEMPORARIES.fetch_add(1, Ordering::Relaxed);
-        let temporary_name = format!(".{name}.{}-{n}.tmp", std::process::id());
-        let temporary = dir.map_or(PathBuf::from(&temporary_name), |d| d.join(&temporary_name));
+        let temporary = super::atomic::temporary_beside(path);
         let file = BufWriter::new(File::create(&temporary)?);
         let mut out = if path.extension().is_some_and(|e| e == "gz") {
             Sink::Gzip(GzEncoder::new(file, Compression::default()))

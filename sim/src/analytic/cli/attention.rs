@@ -13,7 +13,7 @@ use std::fmt::Write;
 
 #[derive(Args, Debug)]
 pub(super) struct AttentionArgs {
-    /// GPU: h100-sxm or h200-sxm (wgmma is Hopper-only).
+    /// GPU: a preset with wgmma, h100-sxm or h200-sxm (the model is Hopper-only).
     #[arg(long, default_value = "h100-sxm")]
     gpu: String,
     /// Head dimension.

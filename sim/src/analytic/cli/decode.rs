@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 #[derive(Args, Debug)]
 pub(super) struct DecodeArgs {
-    /// GPU: rtx3070, h100-sxm or h200-sxm.
+    /// GPU: any preset `sim presets` lists.
     #[arg(long, default_value = "h100-sxm")]
     gpu: String,
     /// Sequences decoded together, one new token each.

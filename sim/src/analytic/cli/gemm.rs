@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub(super) struct GemmArgs {
-    /// GPU: rtx3070, h100-sxm or h200-sxm.
+    /// GPU: any preset `sim presets` lists.
     #[arg(long, default_value = "h100-sxm")]
     gpu: String,
     /// Rows of A and C.

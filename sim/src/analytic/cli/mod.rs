@@ -118,7 +118,7 @@ mod tests {
         for (line, error) in [
             (
                 "gemm --gpu b200 64 64 64",
-                "unknown GPU `b200`; known: rtx3070, h100-sxm, h200-sxm",
+                "unknown GPU `b200`; known: h100-sxm, h200-sxm, a100-sxm, rtx3070",
             ),
             (
                 "gemm 64 64 64 --l2-hit 1.5",
