@@ -143,6 +143,8 @@ fn unit(path: &[&str]) -> &'static str {
         ["roles", _, "cycles_per_issued", _] => "cycles/inst",
         ["analytic" | "bound", "ratio"] => "ratio",
         ["events"] | ["trace", "events"] => "events",
+        ["peak", "tensor_flops_per_cycle"] => "FLOP/cycle",
+        ["peak", _] => "B/cycle",
         // The seed and the scenario's parameters have none.
         _ => "",
     }
