@@ -107,6 +107,9 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         b.finish_and_clear();
     }
     let report = result?;
+    for w in report.warnings() {
+        eprintln!("warning: {}: {w}", a.scenario.file.display());
+    }
     if a.json {
         return emit(&(report.to_json() + "\n"));
     }
