@@ -35,6 +35,7 @@ const BOUNDS: &[(&str, Bound)] = &[
     ("mbarrier_poll", Bound::Relative(0.15)),
     ("wgmma_issue", Bound::Relative(0.15)),
     ("cta_launch", Bound::Relative(0.15)),
+    ("spill", Bound::Relative(0.15)),
     ("clock", Bound::Relative(0.05)),
 ];
 

@@ -143,6 +143,9 @@ pub struct RoleInfo {
     pub name: String,
     pub warpgroups: u32,
     pub regs: u32,
+    /// The register estimate per thread against the role's budget, when the role states its
+    /// live values.
+    pub registers: Option<Registers>,
     pub code: Vec<Op>,
     /// For each op, where it came from (`program[2].body[0] wgmma`), for diagnostics.
     pub paths: Vec<String>,
@@ -153,6 +156,36 @@ pub struct RoleInfo {
 impl RoleInfo {
     pub fn warps(&self) -> u32 {
         self.warpgroups * WARPS_PER_WARPGROUP
+    }
+
+    /// Registers per thread the role keeps in local memory.
+    pub fn spilled(&self) -> u32 {
+        self.registers.map_or(0, |r| r.spilled())
+    }
+}
+
+/// A role's registers per thread as the compiler would count them: its live values, its wgmma
+/// accumulators (N/2 fp32 registers per thread for each label's widest m64nN wgmma) and the
+/// preset's baseline (addresses, loop counters, constants), against its budget (`regs`, at
+/// most the preset's per-thread maximum). What exceeds the budget lives in local memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Registers {
+    pub live: u32,
+    pub accumulators: u32,
+    pub baseline: u32,
+    pub budget: u32,
+}
+
+impl Registers {
+    /// The estimate: live values, accumulators and baseline.
+    pub fn needed(&self) -> u32 {
+        self.live + self.accumulators + self.baseline
+    }
+
+    /// Registers per thread that do not fit the budget: live values in local memory (the
+    /// compiler rejects budgets the accumulators and baseline do not fit).
+    pub fn spilled(&self) -> u32 {
+        self.needed().saturating_sub(self.budget)
     }
 }
 

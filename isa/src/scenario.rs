@@ -316,6 +316,12 @@ pub struct Role {
     /// Registers per thread this role runs with. If it differs from the kernel's launch
     /// allocation, the program must reach it with `setmaxnreg`.
     pub regs: Expr,
+    /// Values each thread keeps live across the program besides its wgmma accumulators (a
+    /// parameter-only constant). Stating it gives the role a register estimate (these, the
+    /// accumulators and the preset's baseline); what exceeds `regs` is spilled to local memory.
+    /// Without it no register use is checked.
+    #[serde(default)]
+    pub live: Option<Expr>,
     pub program: Vec<Instr>,
 }
 

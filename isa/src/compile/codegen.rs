@@ -21,17 +21,23 @@ impl Compiler<'_> {
     ) -> Result<RoleInfo, Diagnostic> {
         let warpgroups = self.in_range(&r.warpgroups, path, "warpgroups", 1, 16)? as u32;
         let regs = self.role_regs(r, launch_regs, path)?;
+        let live = self.role_live(r, path)?;
         self.scope.clear();
         self.next_slot = slot::FIRST_LOOP_SLOT;
         self.max_slot = slot::FIRST_LOOP_SLOT;
         self.code.clear();
         self.paths.clear();
+        self.role_accs.clear();
         self.block(&r.program, &format!("role `{}`: program", r.name))?;
         self.ops_limit(&r.name, path)?;
+        let registers = live
+            .map(|live| self.role_registers(r, live, regs, &self.role_accs, path))
+            .transpose()?;
         Ok(RoleInfo {
             name: r.name.clone(),
             warpgroups,
             regs,
+            registers,
             code: std::mem::take(&mut self.code),
             paths: std::mem::take(&mut self.paths),
             slots: self.max_slot,
@@ -176,12 +182,15 @@ impl Compiler<'_> {
             } => {
                 self.require(self.limits.has_wgmma, path, "wgmma (use mma)")?;
                 let shape = self.wgmma_shape(n, ksteps, a, b, path)?;
+                let acc = self.acc(acc.as_deref().unwrap_or(DEFAULT_ACC));
+                let widest = self.role_accs.entry(acc).or_default();
+                *widest = (*widest).max(shape.n);
                 Inst::Wgmma {
                     n: shape.n,
                     ksteps: shape.ksteps,
                     a: shape.a,
                     b: shape.b,
-                    acc: self.acc(acc.as_deref().unwrap_or(DEFAULT_ACC)),
+                    acc,
                 }
             }
             Instr::WgmmaFence => Inst::WgmmaFence,

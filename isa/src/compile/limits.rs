@@ -5,7 +5,7 @@ use super::names::Names;
 use super::Compiler;
 use crate::diag::Diagnostic;
 use crate::expr::{Binding, Code};
-use crate::program::{RoleInfo, WARP_SIZE};
+use crate::program::{Registers, RoleInfo, WARP_SIZE};
 use crate::scenario::{Expr, Instr, Role};
 use std::collections::BTreeMap;
 
@@ -27,6 +27,8 @@ pub struct Limits {
     pub named_barriers: u32,
     pub has_tma: bool,
     pub has_wgmma: bool,
+    /// Registers per thread the compiler needs besides live values and accumulators.
+    pub baseline_regs: u32,
 }
 
 /// The most CTAs a kernel may launch: the simulator keeps every launched CTA's and warp's record.
@@ -38,6 +40,10 @@ pub const MAX_TRIPS: i64 = 1 << 32;
 
 /// The largest mbarrier arrival count (PTX: 2^20 - 1).
 pub(super) const MAX_ARRIVALS: i64 = (1 << 20) - 1;
+
+/// The most live values a thread may keep: its 512 KiB of local memory (CUDA's limit per
+/// thread) in 4-byte values.
+pub const MAX_LIVE: i64 = 512 * 1024 / 4;
 
 impl Compiler<'_> {
     /// An error unless the GPU has the feature `what`.
@@ -116,6 +122,46 @@ impl Compiler<'_> {
             ));
         }
         Ok(regs as u32)
+    }
+
+    /// A role's live values per thread (its header), if it states them: 0..=[`MAX_LIVE`].
+    pub(super) fn role_live(&self, r: &Role, path: &str) -> Result<Option<u32>, Diagnostic> {
+        r.live
+            .as_ref()
+            .map(|e| Ok(self.in_range(e, path, "live values per thread", 0, MAX_LIVE)? as u32))
+            .transpose()
+    }
+
+    /// A role's register estimate against its budget, once its program has named its
+    /// accumulators (`accs`: each label's widest wgmma N). Live values may spill to local
+    /// memory; wgmma accumulators and the baseline must fit the budget.
+    pub(super) fn role_registers(
+        &self,
+        r: &Role,
+        live: u32,
+        regs: u32,
+        accs: &BTreeMap<u16, u32>,
+        path: &str,
+    ) -> Result<Registers, Diagnostic> {
+        let lim = self.limits;
+        let est = Registers {
+            live,
+            // m64nN fp32 accumulators over a warpgroup's 128 threads: N/2 registers each.
+            accumulators: accs.values().map(|n| n / 2).sum(),
+            baseline: lim.baseline_regs,
+            budget: regs.min(lim.max_regs_per_thread),
+        };
+        if est.accumulators + est.baseline > est.budget {
+            return Err(self.err(
+                Some(r.regs.id),
+                path,
+                format!(
+                    "role `{}` has {} registers per thread, fewer than its wgmma accumulators ({}) and the baseline ({}) need: accumulators cannot be spilled to local memory",
+                    r.name, est.budget, est.accumulators, est.baseline
+                ),
+            ));
+        }
+        Ok(est)
     }
 
     /// A `SetMaxNReg` count: 24..=the preset's maximum, a multiple of 8.

@@ -20,7 +20,7 @@ mod shapes;
 #[cfg(test)]
 mod tests;
 
-pub use limits::{Limits, MAX_GRID, MAX_OPS, MAX_TRIPS};
+pub use limits::{Limits, MAX_GRID, MAX_LIVE, MAX_OPS, MAX_TRIPS};
 
 use crate::diag::Diagnostic;
 use crate::program::{self, Op};
@@ -49,6 +49,7 @@ pub fn compile(
         paths: Vec::new(),
         breaks: Vec::new(),
         accs: Vec::new(),
+        role_accs: BTreeMap::new(),
         counters: Vec::new(),
         tensors: Vec::new(),
         buffers: Vec::new(),
@@ -72,6 +73,8 @@ struct Compiler<'a> {
     /// Per enclosing loop, the `Break` jumps to point at its exit.
     breaks: Vec<Vec<u32>>,
     accs: Vec<String>,
+    /// The role being compiled: each accumulator label's widest wgmma N.
+    role_accs: BTreeMap<u16, u32>,
     counters: Vec<(String, i64)>,
     tensors: Vec<program::TensorInfo>,
     buffers: Vec<program::BufferInfo>,

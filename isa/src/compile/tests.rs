@@ -18,6 +18,7 @@ fn h100() -> Limits {
         named_barriers: 16,
         has_tma: true,
         has_wgmma: true,
+        baseline_regs: 10,
     }
 }
 
@@ -184,4 +185,86 @@ fn a_wait_polls_with_try_wait_unless_told_test() {
     let e = crate::parse("t.ron", &BASE.replace("& 1\"),", "& 1\", poll: Tset),")).unwrap_err();
     assert!(e.message.contains("Tset"), "{}", e.message);
     assert_eq!(e.pos.unwrap().0, 16);
+}
+
+/// BASE's consumer with live values, and a second accumulator label of N = 64.
+fn with_live(live: &str, regs: u32) -> String {
+    BASE.replace("regs_per_thread: 168", &format!("regs_per_thread: {regs}"))
+        .replace(
+            "Role(name: \"consumer\", regs: 168,",
+            &format!("Role(name: \"consumer\", regs: {regs}, live: {live},"),
+        )
+        .replace(
+            "WgmmaCommit,",
+            "Wgmma(n: 64, a: Smem(\"sA[j % stages]\"), b: \"sB[j % stages]\", acc: \"S\"),\n                WgmmaCommit,",
+        )
+}
+
+#[test]
+fn register_estimate_counts_live_values_accumulators_and_the_baseline() {
+    // Accumulators: label `acc` at N = 128 (64 registers) and `S` at N = 64 (32), the widest
+    // wgmma of each label counting once; the baseline is the preset's 10.
+    let k = try_compile(&with_live("\"n / 2\"", 168), &[]).unwrap();
+    let r = k.roles[0].registers.unwrap();
+    assert_eq!(
+        (r.live, r.accumulators, r.baseline, r.budget),
+        (64, 96, 10, 168)
+    );
+    assert_eq!((r.needed(), r.spilled(), k.roles[0].spilled()), (170, 2, 2));
+    // A wider wgmma of the label counts instead.
+    let wide = |src: &str| {
+        src.replace(
+            "Buffer(name: \"sB\", slots: \"stages\", dtype: BF16, shape: [64, 128])",
+            "Buffer(name: \"sB\", slots: \"stages\", dtype: BF16, shape: [128, 128])",
+        )
+    };
+    let k = try_compile(&wide(&with_live("0", 232)), &[("n", 256)]).unwrap();
+    assert_eq!(k.roles[0].registers.unwrap().accumulators, 128 + 32);
+    assert_eq!(k.roles[0].spilled(), 0);
+    // Without `live` nothing is estimated, whatever the accumulators.
+    let k = try_compile(&wide(BASE), &[("n", 256)]).unwrap();
+    assert_eq!(k.roles[0].registers, None);
+    // The budget is at most the preset's 255 per thread (setmaxnreg may name 256).
+    let src = with_live("200", 168)
+        .replace("regs: 168, live", "regs: 256, live")
+        .replace(
+            "program: [\n",
+            "program: [\n            SetMaxNReg(action: Inc, regs: 256),\n",
+        );
+    let r = try_compile(&src, &[]).unwrap().roles[0].registers.unwrap();
+    assert_eq!((r.budget, r.spilled()), (255, 200 + 96 + 10 - 255));
+}
+
+#[test]
+fn impossible_register_budgets_are_errors() {
+    // The accumulators (96) and the baseline (10) exceed 104 registers: only live values spill.
+    let src = with_live("1", 104);
+    let e = try_compile(&src, &[]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "role `consumer` has 104 registers per thread, fewer than its wgmma accumulators (96) and the baseline (10) need: accumulators cannot be spilled to local memory"
+    );
+    assert_eq!(e.pos.unwrap().0, 14);
+    assert_eq!(e.path.as_deref(), Some("kernel.roles[0] `consumer`"));
+    // 106 registers hold them, with every live value spilled.
+    assert_eq!(
+        try_compile(&with_live("64", 106), &[]).unwrap().roles[0].spilled(),
+        64
+    );
+    // More live values than a thread's 512 KiB of local memory holds.
+    let e = try_compile(&with_live("131073", 168), &[]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "live values per thread is 131073 (`131073`); expected 0..=131072"
+    );
+    assert_eq!(e.pos.unwrap().0, 14);
+    let e = try_compile(&with_live("-1", 168), &[]).unwrap_err();
+    assert!(
+        e.message.starts_with("live values per thread is -1"),
+        "{}",
+        e.message
+    );
+    // `live` is a constant of the parameters.
+    let e = try_compile(&with_live("\"lane\"", 168), &[]).unwrap_err();
+    assert!(e.message.contains("unknown name `lane`"), "{}", e.message);
 }

@@ -128,6 +128,9 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         b.finish_and_clear();
     }
     let report = result?;
+    for w in report.warnings() {
+        eprintln!("warning: {}: {w}", a.scenario.file.display());
+    }
     if let (Some(out), Some(t)) = (&a.output, &report.trace) {
         // The default trace's name is known only now; the trace is written, the output not.
         if run::same_file(out, Path::new(&t.path)) {

@@ -10,6 +10,7 @@ use crate::gpu::cta_scheduler::least_loaded_sm;
 use crate::observe::trace::WarpInfo;
 use crate::observe::warp_state::{Accounting, State};
 use crate::sm::async_groups::AsyncGroups;
+use crate::sm::local::LocalTraffic;
 use crate::sm::mbarrier::MBarrier;
 use crate::sm::named_barrier::NamedBarrier;
 use crate::sm::regfile::RegPool;
@@ -115,7 +116,12 @@ impl Engine<'_> {
                         polling: None,
                         wgmma_issue_wait: 0,
                         issued: 0,
+                        spill: None,
+                        spill_carry: 0,
+                        spill_slot: 0,
+                        local: LocalTraffic::default(),
                     });
+                    self.sms[sm as usize].local_bytes += self.spill_frame(r as u16);
                     if let Some(t) = &mut self.tracer {
                         let name = format!("{}{wg}.w{w}", role.name);
                         t.warp(
@@ -153,6 +159,8 @@ impl Engine<'_> {
             warp.cta as usize,
         );
         let warp_sm = warp.sm as usize;
+        let frame = self.spill_frame(warp.role);
+        self.sms[warp_sm].local_bytes -= frame;
         self.parts[p].slots[s] = None;
         self.parts[p].eligible &= !(1 << s);
         self.parts[p].check &= !(1 << s);

@@ -146,6 +146,10 @@ pub struct Engine<'a> {
     /// Global atomic counters, and where they live (after the tensors).
     pub(crate) counters: Vec<i64>,
     pub(crate) counter_base: u64,
+    /// Local memory (spilled registers) after the counters: one frame of `frame_stride` bytes
+    /// per warp slot of the GPU (`crate::sm::local`).
+    pub(crate) local_base: u64,
+    pub(crate) frame_stride: u64,
     pub(crate) error: Option<SimError>,
 }
 
@@ -204,6 +208,13 @@ impl<'a> Engine<'a> {
             sample_mem: (0.0, 0.0),
             counters: k.counters.iter().map(|(_, v)| *v).collect(),
             counter_base: next,
+            local_base: (next + k.counters.len() as u64 * 128).div_ceil(4096) * 4096,
+            frame_stride: k
+                .roles
+                .iter()
+                .map(|r| u64::from(r.spilled()) * crate::sm::local::VALUE_BYTES)
+                .max()
+                .unwrap_or(0),
             error: None,
             cfg,
         }

@@ -225,10 +225,13 @@ impl Engine<'_> {
         let at = Pending {
             scoreboard: (warp.reg_ready > self.now)
                 .then_some(Outcome::StallUntil(warp.reg_kind, warp.reg_ready)),
-            starting: warp.progress == 0,
+            // A macro's spilled part may end in stores after its last warp-instruction.
+            starting: warp.progress == 0 && warp.spill.is_none(),
         };
         let outcome = match inst {
-            Inst::Compute { pipe, count, .. } => return self.compute_outcome(w, *pipe, count, at),
+            Inst::Compute { pipe, count, acc } => {
+                return self.compute_outcome(w, *pipe, count, *acc, at)
+            }
             Inst::Wgmma { .. } => self.wgmma_outcome(w, at),
             Inst::WgmmaFence => at.inputs_or_ready(),
             Inst::WgmmaWait { n } => self.wgmma_wait_outcome(w, n)?,

@@ -6,6 +6,7 @@ use crate::engine::server::{Link, Server};
 use crate::gpu::preset::Preset;
 use crate::observe::warp_state::{Accounting, State};
 use crate::sm::async_groups::AsyncGroups;
+use crate::sm::local::{LocalTraffic, SpillSeq};
 use crate::sm::mbarrier::{MBarrier, Polling};
 use crate::sm::named_barrier::NamedBarrier;
 use crate::sm::regfile::RegPool;
@@ -69,6 +70,13 @@ pub(crate) struct Warp {
     pub hold: Option<State>,
     pub hold_pc: u32,
     pub issued: u64,
+    /// The spilled part of the current compute macro (`crate::sm::local`), the running count
+    /// that decides which warp-instructions touch a spilled value, the frame slot of the next
+    /// one, and the warp's local-memory traffic.
+    pub spill: Option<SpillSeq>,
+    pub spill_carry: u64,
+    pub spill_slot: u32,
+    pub local: LocalTraffic,
 }
 
 impl Warp {
@@ -129,6 +137,11 @@ pub(crate) struct Sm {
     pub tma_busy: u64,
     pub resident: u32,
     pub launched: u32,
+    /// The L1 as local loads and stores use it, its path to L2 for local lines that miss, and
+    /// the bytes of spilled values its resident warps keep (`crate::sm::local`).
+    pub local_l1: Link,
+    pub local_miss: Link,
+    pub local_bytes: u64,
 }
 
 impl Sm {
@@ -142,6 +155,9 @@ impl Sm {
             tma_busy: 0,
             resident: 0,
             launched: 0,
+            local_l1: Link::new(p.local.bytes_per_cycle),
+            local_miss: Link::new(p.local.miss_bytes_per_cycle),
+            local_bytes: 0,
         }
     }
 }

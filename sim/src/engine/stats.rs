@@ -5,6 +5,7 @@ use super::Engine;
 use crate::gpu::cta_scheduler::Occupancy;
 use crate::memory::system::MemStats;
 use crate::observe::warp_state::State;
+use crate::sm::local::LocalTraffic;
 
 /// Per-unit busy cycles of the SM.
 #[derive(Clone, Debug, Default)]
@@ -43,6 +44,8 @@ pub struct WarpResult {
     pub cycles: [u64; State::COUNT],
     pub lifetime: u64,
     pub issued: u64,
+    /// Local loads and stores of spilled registers.
+    pub local: LocalTraffic,
 }
 
 impl WarpResult {
@@ -74,6 +77,7 @@ pub struct RoleTotals {
     pub mbarrier_waits: Vec<u64>,
     /// `wgmma_wait` cycles at a `Wgmma`'s issue.
     pub wgmma_issue_waits: u64,
+    pub local: LocalTraffic,
 }
 
 impl RoleTotals {
@@ -85,6 +89,7 @@ impl RoleTotals {
             issued: 0,
             mbarrier_waits: vec![0; mbarriers],
             wgmma_issue_waits: 0,
+            local: LocalTraffic::default(),
         }
     }
 
@@ -99,6 +104,7 @@ impl RoleTotals {
             *t += c;
         }
         self.wgmma_issue_waits += w.wgmma_issue_waits;
+        self.local.add(&w.local);
     }
 
     /// `wgmma_wait` cycles at a `Wgmma`'s issue and in `wgmma.wait_group`, as
@@ -147,6 +153,7 @@ impl Engine<'_> {
             cycles: w.acct.cycles_at(end),
             lifetime: w.acct.lifetime_at(end),
             issued: w.issued,
+            local: w.local,
         }
     }
 

@@ -79,6 +79,7 @@ mod tests {
                 name: "r".into(),
                 warpgroups,
                 regs,
+                registers: None,
                 code: vec![],
                 paths: vec![],
                 slots: 0,

@@ -26,6 +26,7 @@ pub struct Preset {
     pub barriers: Barriers,
     pub tma: Tma,
     pub memory: Memory,
+    pub local: Local,
 }
 
 /// The SM clock: the highest, and the clock the chip sustains under its power cap as a function
@@ -158,6 +159,9 @@ pub struct Regs {
     pub max_per_thread: u32,
     pub setmaxnreg_max: u32,
     pub alloc_unit: u32,
+    /// Registers per thread a role's register estimate adds to its live values and wgmma
+    /// accumulators: what the compiler keeps besides them (addresses, loop counters, constants).
+    pub baseline: u32,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -321,6 +325,27 @@ pub struct Hbm {
     pub write_batch_bytes: u64,
     /// Bytes a fill moves at least: the aligned group of sectors around a missing one.
     pub fetch_bytes: u64,
+}
+
+/// Local memory as register spills use it (`crate::sm::local`): per-thread values in 4-byte
+/// words, a warp's access to one of them 128 bytes, through the SM's L1 and, once the SM's
+/// spilled values outgrow it, to L2.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Local {
+    /// Cycles from the end of a load's L1 booking until its value is usable.
+    pub latency: u64,
+    /// Bytes per cycle of the SM's L1 for local loads and stores.
+    pub bytes_per_cycle: f64,
+    /// Bytes of spilled values (all resident warps') the L1 keeps; beyond that every local
+    /// access misses (a cyclic reuse larger than the cache).
+    pub l1_bytes: u64,
+    /// Bytes per cycle at which the L1 exchanges missing local lines with L2 (fills and
+    /// write-backs together).
+    pub miss_bytes_per_cycle: f64,
+    /// Spilled values a warp reloads before it uses them, in one batch: the registers the
+    /// compiler keeps free for reloads.
+    pub reload_batch: u32,
 }
 
 /// A `gpu_overrides` path that names no field of the preset.
@@ -534,6 +559,8 @@ impl Preset {
                 self.tensor.issue_acc_regs_per_cycle,
             ),
             ("regs.alloc_unit", self.regs.alloc_unit as u64),
+            ("local.l1_bytes", self.local.l1_bytes),
+            ("local.reload_batch", self.local.reload_batch as u64),
         ] {
             if v == 0 {
                 return bad(format!("{field} must be positive"));
@@ -548,6 +575,11 @@ impl Preset {
                 self.memory.l2.data_bytes_per_cycle,
             ),
             ("memory.hbm.bandwidth_gbs", self.memory.hbm.bandwidth_gbs),
+            ("local.bytes_per_cycle", self.local.bytes_per_cycle),
+            (
+                "local.miss_bytes_per_cycle",
+                self.local.miss_bytes_per_cycle,
+            ),
         ] {
             if !(v > 0.0 && v.is_finite()) {
                 return bad(format!("{field} must be a positive number"));
@@ -693,6 +725,14 @@ impl Preset {
             ),
             ("memory.l2.far_latency", m.l2.far_latency, MAX_FIELD_CYCLES),
             ("memory.hbm.latency", m.hbm.latency, MAX_FIELD_CYCLES),
+            ("regs.baseline", self.regs.baseline as u64, 1 << 16),
+            ("local.latency", self.local.latency, MAX_FIELD_CYCLES),
+            ("local.l1_bytes", self.local.l1_bytes, 1 << 32),
+            (
+                "local.reload_batch",
+                self.local.reload_batch as u64,
+                1 << 16,
+            ),
         ] {
             if v > max {
                 return bad(format!("{field} = {v} must be at most {max}"));
@@ -760,6 +800,7 @@ impl Preset {
             named_barriers: self.barriers.named,
             has_tma: self.tma.has_tma,
             has_wgmma: self.tensor.has_wgmma,
+            baseline_regs: self.regs.baseline,
         }
     }
 }

@@ -166,6 +166,44 @@ pub struct Role {
     /// `wgmma_wait` warp-cycles by where they were spent: `issue` (the issue gap, or HGMMAs in
     /// flight at the limit) and `wait_group`.
     pub wgmma_waits: BTreeMap<String, u64>,
+    /// Present when the role's register estimate exceeds its budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spill: Option<Spill>,
+}
+
+/// A spilling role's registers per thread and its local-memory traffic (`crate::sm::local`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Spill {
+    /// The register estimate (live values, wgmma accumulators, baseline) and the budget.
+    pub registers: u32,
+    pub live: u32,
+    pub accumulators: u32,
+    pub baseline: u32,
+    pub budget: u32,
+    /// Registers per thread kept in local memory, and their bytes.
+    pub spilled: u32,
+    pub bytes_per_thread: u64,
+    /// Local loads and stores (warp-instructions of 128 bytes each), and the fraction of both
+    /// that hit the L1.
+    pub local_loads: u64,
+    pub local_stores: u64,
+    pub l1_hit_rate: f64,
+}
+
+impl Spill {
+    /// The one-line warning `sim run` prints for role `name`.
+    pub fn warning(&self, name: &str) -> String {
+        format!(
+            "role `{name}` needs {} registers per thread ({} live + {} accumulators + {} baseline) and has {}: {} spill to local memory, {} bytes per thread",
+            self.registers,
+            self.live,
+            self.accumulators,
+            self.baseline,
+            self.budget,
+            self.spilled,
+            self.bytes_per_thread
+        )
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -260,7 +298,23 @@ impl Report {
                 cycles_per_issued: BTreeMap::new(),
                 mbarrier_waits: BTreeMap::new(),
                 wgmma_waits: BTreeMap::new(),
+                spill: None,
             });
+            if let Some(reg) = role.registers.filter(|r| r.spilled() > 0) {
+                let l = &w.local;
+                r.spill = Some(Spill {
+                    registers: reg.needed(),
+                    live: reg.live,
+                    accumulators: reg.accumulators,
+                    baseline: reg.baseline,
+                    budget: reg.budget,
+                    spilled: reg.spilled(),
+                    bytes_per_thread: u64::from(reg.spilled()) * 4,
+                    local_loads: l.loads,
+                    local_stores: l.stores,
+                    l1_hit_rate: 1.0 - l.misses as f64 / (l.loads + l.stores).max(1) as f64,
+                });
+            }
             for (place, c) in w.wgmma_waits() {
                 if c > 0 {
                     *r.wgmma_waits.entry(place.to_string()).or_default() += c;
@@ -403,6 +457,14 @@ impl Report {
         self
     }
 
+    /// One line per role that spills registers to local memory, for `sim run` to warn with.
+    pub fn warnings(&self) -> Vec<String> {
+        self.role_order
+            .iter()
+            .filter_map(|name| Some(self.roles.get(name)?.spill.as_ref()?.warning(name)))
+            .collect()
+    }
+
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("the report serializes")
     }
@@ -498,6 +560,19 @@ impl Report {
             "  issued      {} warp-instructions",
             grouped(self.instructions)
         );
+        for name in &self.role_order {
+            if let Some(sp) = self.roles.get(name).and_then(|r| r.spill.as_ref()) {
+                let _ = writeln!(
+                    o,
+                    "  spills      {name}: {} of {} registers per thread in local memory; {} loads and {} stores of 128 B, {:.1}% L1 hits",
+                    sp.spilled,
+                    sp.registers,
+                    grouped(sp.local_loads),
+                    grouped(sp.local_stores),
+                    100.0 * sp.l1_hit_rate
+                );
+            }
+        }
         let _ = writeln!(
             o,
             "  L2          {:.1}% hit, {} B at {:.0} GB/s",

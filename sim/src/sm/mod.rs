@@ -3,6 +3,7 @@
 //! instruction family that drives it (`impl Engine` blocks beside the unit's model).
 
 pub mod async_groups;
+pub mod local;
 pub mod lsu;
 pub mod mbarrier;
 pub mod named_barrier;

@@ -58,6 +58,7 @@ impl Engine<'_> {
         w: u32,
         pipe: Pipe,
         count: &Code,
+        acc: Option<u16>,
         at: Pending,
     ) -> Result<Option<Outcome>, Fault> {
         if at.starting && self.eval(w, count)? <= 0 {
@@ -65,6 +66,9 @@ impl Engine<'_> {
         }
         let partition = self.warps[w as usize].partition as usize;
         let pipe_free = self.parts[partition].pipes[pipe_index(pipe)].next_free();
+        if let Some(o) = self.spill_outcome(w, pipe, count, acc, at, pipe_free)? {
+            return Ok(Some(o));
+        }
         Ok(Some(match at.scoreboard {
             Some(stall) if at.starting => stall,
             _ if pipe_free > self.now => Outcome::StallUntil(State::MathPipeThrottle, pipe_free),
@@ -112,7 +116,7 @@ impl Engine<'_> {
                 pipe,
             })?;
         }
-        if self.warps[w as usize].progress == 0 {
+        if self.warps[w as usize].progress == 0 && self.warps[w as usize].spill.is_none() {
             let n = self.eval(w, count)?;
             if n > MAX_MACRO_COUNT {
                 return Err(Fault::MacroCount {
@@ -122,7 +126,17 @@ impl Engine<'_> {
                 });
             }
             self.warps[w as usize].progress = n as u32;
+            self.start_spills(w, pipe, acc, n as u64);
         }
+        if let Some(done) = self.issue_spill_step(w, |e| e.book_compute(w, pipe)) {
+            return Ok(done);
+        }
+        self.book_compute(w, pipe);
+        Ok(self.warps[w as usize].progress == 0)
+    }
+
+    /// Books one warp-instruction of a compute macro on its pipe and counts it down.
+    fn book_compute(&mut self, w: u32, pipe: Pipe) {
         let PipeTiming {
             cycles,
             latency,
@@ -149,6 +163,5 @@ impl Engine<'_> {
         self.horizon = self.horizon.max(end);
         warp.scoreboard(start + latency, kind);
         warp.progress -= 1;
-        Ok(warp.progress == 0)
     }
 }

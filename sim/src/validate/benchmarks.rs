@@ -1010,5 +1010,35 @@ pub(super) fn specs() -> Vec<Spec> {
             );
         }
     }
+    // Register spills (spill.cu): cycles per loop iteration of W warps each keeping `live`
+    // values per thread under a -maxrregcount cap, the slope between `lo` and 2 `lo`
+    // iterations. The twin runs with the registers the build uses: the cap, or ptxas's count
+    // where that is lower (h200-spill.csv's header: 47, 77, 107, 139, 202 at 255).
+    for cap in [255i64, 128, 64, 32] {
+        for (live, used) in [(32i64, 47i64), (64, 77), (96, 107), (128, 139), (192, 202)] {
+            for warps in [1i64, 4, 32] {
+                let regs = cap.min(used);
+                if regs * 32 * warps > 65536 {
+                    // spill.cu skips what does not fit on the SM.
+                    continue;
+                }
+                let test = match warps {
+                    1 => "spill_iter_w1",
+                    4 => "spill_iter_w4",
+                    _ => "spill_iter_w32",
+                };
+                add(
+                    "spill",
+                    format!("spill w{warps} cap {cap} live {live}"),
+                    "cycles/iteration",
+                    "spill",
+                    v(test, &format!("{cap}_{live}")),
+                    "spill",
+                    sets(&[("warps", warps), ("live", live), ("regs", regs)]),
+                    Metric::per_iteration(if warps == 32 { 16 } else { 64 }, 0.0),
+                );
+            }
+        }
+    }
     s
 }

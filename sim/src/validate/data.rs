@@ -75,6 +75,10 @@ const STORED: &[(&str, &str)] = &[
         "clocks",
         include_str!("../../../calibration/data/h200-clocks.csv"),
     ),
+    (
+        "spill",
+        include_str!("../../../calibration/data/h200-spill.csv"),
+    ),
 ];
 
 /// (line, clock) of each `#` line that states `sm_clock_mhz_at_start=MHz` (the last one on the

@@ -329,6 +329,21 @@ pub(super) const GROUPS: &[Group] = &[
         note: "cycles between a CTA's end and the next CTA's start on an SM (sm.cta_launch_gap)",
     },
     Group {
+        name: "spill",
+        bound: Bound::Relative(0.15),
+        note: "cycles per loop iteration of 1, 4 and 32 warps each keeping 32 to 192 fp32 \
+               values live (one FFMA each an iteration) under -maxrregcount 255, 128, 64 and 32 \
+               (calibration/spill.cu): the E = live + 10 - cap registers over the budget spill, \
+               and each FFMA on one reloads and stores it, 4 at a time, through an L1 of 64 \
+               B/cycle and, past 128 KiB of spilled values, to L2 at 47 B/cycle. Within the \
+               budget the rows are FFMA issue (4.5%, the chip's loop adds 3 to 12 cycles an \
+               iteration); 32 warps 5.1% (the L1's rate at E = 10, 5.4 cycles a warp and value \
+               from E = 42); one warp takes 14.3 cycles a value, the chip 10 to 11 plus ~190 an \
+               iteration (13.4%); 4 warps the L1's 16 a value, the chip ~190 more an iteration \
+               (11.2%); the builds spilling 10 to 42 values at caps 64 and 32 cost the chip 1.4 to 2x \
+               the model's (their ptxas spill bytes are 2 to 3 times the excess)",
+    },
+    Group {
         name: "clock",
         bound: Bound::Relative(0.05),
         note: "the preset's sustained SM clock at the tensor load of bf16 matmuls (n = 2048, \

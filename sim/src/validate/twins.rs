@@ -65,6 +65,10 @@ const TWINS: &[(&str, &str)] = &[
         "wgmma_arb",
         include_str!("../../../scenarios/calibration/wgmma_arb.ron"),
     ),
+    (
+        "spill",
+        include_str!("../../../scenarios/calibration/spill.ron"),
+    ),
 ];
 
 /// Why a twin could not run.
