@@ -951,6 +951,14 @@ pub(super) fn specs() -> Vec<Spec> {
     }
     // gemm_ws as measured (calibration/gemm_ws.cu, one CTA): cycles per k-tile with A and B in
     // L2 (the slope between K = 4096 and 8192), and the whole K = 4096 run from DRAM.
+    // Cycles per k-tile: the slope between K = 4096 and 8192 (64 k-tiles of 64).
+    let per_ktile = || Metric::Slope {
+        key: "k",
+        lo: 4096,
+        hi: 8192,
+        per: 64.0,
+        minus: 0.0,
+    };
     for (bn, stages) in [(128, 1..=6), (256, 1..=4)] {
         for st in stages.clone() {
             // Two stages, where the chip's round trip is longer than the model's, apart.
@@ -966,13 +974,7 @@ pub(super) fn specs() -> Vec<Spec> {
                 v("ws_ktile_warm", &format!("n{bn}_s{st}")),
                 "gemm_ws",
                 sets(&[("bn", bn), ("stages", st), ("warm", 1)]),
-                Metric::Slope {
-                    key: "k",
-                    lo: 4096,
-                    hi: 8192,
-                    per: 64.0,
-                    minus: 0.0,
-                },
+                per_ktile(),
             );
         }
         // The TMA ring alone: the consumers release each stage as it lands (no wgmma).
@@ -985,13 +987,7 @@ pub(super) fn specs() -> Vec<Spec> {
                 v("ws_ktile_parts", &format!("n{bn}_s{st}_no_mma")),
                 "gemm_ws",
                 sets(&[("bn", bn), ("stages", st), ("warm", 1), ("mma", 0)]),
-                Metric::Slope {
-                    key: "k",
-                    lo: 4096,
-                    hi: 8192,
-                    per: 64.0,
-                    minus: 0.0,
-                },
+                per_ktile(),
             );
         }
         for st in stages {
