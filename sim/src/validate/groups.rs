@@ -81,10 +81,14 @@ pub(super) const GROUPS: &[Group] = &[
         name: "l2_few_sms",
         bound: Bound::None,
         note: "not modeled: 1 to 66 SMs reading disjoint slices of a 32 MiB L2-resident buffer \
+               (mem.cu's slice_read, the twin grouping its loads as the SASS does: 3, 1, 2, 2) \
                get 50-60 B/cycle each, where the model's SM port gives 77; one SM reads 98 \
                B/cycle from footprints up to 16 MiB and 71-78 from 32 MiB (h200-memsys.csv, \
-               inflight_l2_fp): a footprint effect (the far L2 partition, or translation) not \
-               yet explained",
+               inflight_l2_fp). The footprint in bytes sets it, not the address range: 8 MiB \
+               spread over 16 to 256 MiB of addresses streams and chases as contiguous data, \
+               and a stream's rate falls 10% between 28 and 36 MiB, half the L2 \
+               (h200-l2_pages.csv); which part of the L2 a single SM's lines fill is not yet \
+               known",
     },
     Group {
         name: "l2_capacity",
@@ -234,9 +238,10 @@ pub(super) const GROUPS: &[Group] = &[
                these rows' late starts within 2%, gemm_ws with 2 stages 6% short instead of \
                11%, but calibration/attention.ron's warpgroups without ping-pong barriers then \
                alternate by themselves and ping-pong gains nothing (2,803 cycles a block \
-               against 2,805; 1.14x now, the FA3 paper 1.09-1.12x), as in one of three builds \
-               of fa3.cu, while the other two stay in lockstep: which of the two the chip \
-               settles into is not yet known, so the per-warpgroup window stays",
+               against 2,805; 1.14x now, the FA3 paper 1.09-1.12x). fa3.cu without the \
+               barriers settles differently from run to run (2,092 to 3,112 cycles a block in \
+               six runs, with them 2,754 in every run): what decides it is not yet known, so \
+               the per-warpgroup window stays",
     },
     Group {
         name: "fa3",
