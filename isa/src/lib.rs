@@ -14,7 +14,7 @@ pub mod expr;
 pub mod program;
 pub mod scenario;
 
-pub use compile::{compile, Limits};
+pub use compile::{compile, compile_sequence, Limits};
 pub use diag::Diagnostic;
 pub use scenario::Scenario;
 

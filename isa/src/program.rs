@@ -35,7 +35,10 @@ pub const WARPS_PER_WARPGROUP: u32 = 4;
 
 #[derive(Clone, Debug)]
 pub struct Kernel {
+    /// The scenario's name.
     pub name: String,
+    /// This kernel's name in its sequence (the scenario's name for a lone kernel).
+    pub kernel_name: String,
     pub gpu: String,
     pub params: BTreeMap<String, i64>,
     pub grid: u32,

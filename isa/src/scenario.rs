@@ -199,8 +199,24 @@ pub struct Scenario {
     #[serde(default, deserialize_with = "unique_keys")]
     pub params: BTreeMap<String, ParamValue>,
     pub kernel: Kernel,
+    /// Kernels launched after `kernel` in the same stream, in order: each starts once the one
+    /// before has finished and the launch gap has passed, with the L2 as that one left it.
+    #[serde(default)]
+    pub then: Vec<Kernel>,
+    /// How the kernels of `then` are launched.
+    #[serde(default)]
+    pub launch: Launch,
     #[serde(default)]
     pub analytic: Option<Analytic>,
+}
+
+/// How a sequence of kernels reaches the GPU: one `cudaLaunchKernel` call each, or replayed
+/// from a CUDA graph (a shorter gap, and no host launch rate to keep up with).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+pub enum Launch {
+    #[default]
+    Eager,
+    Graph,
 }
 
 /// The scenario's own closed-form prediction, compared with the simulated cycles.
@@ -218,6 +234,10 @@ pub struct Analytic {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Kernel {
+    /// The kernel's name in a sequence's report (default: the scenario's name for `kernel`,
+    /// `then[i]` for the others).
+    #[serde(default)]
+    pub name: Option<String>,
     /// Number of CTAs.
     #[serde(default = "one")]
     pub grid: Expr,

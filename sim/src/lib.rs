@@ -4,7 +4,8 @@
 //! SM's units ([`sm`]) and the memory system below them ([`memory`]), with numbers from a GPU
 //! preset ([`gpu::preset`]). Observers ([`observe`]) watch the engine's events: warp-state
 //! accounting, traces and their readers, reports, the sanitizer. [`run`] ties scenario loading,
-//! validation, simulation and reporting together for the CLI and the tests; [`analytic`] holds
+//! validation, simulation and reporting together for the CLI and the tests, and [`sequence`] runs
+//! a scenario's kernels one after another; [`analytic`] holds
 //! the closed-form models and [`validate`] compares simulations with measurements.
 
 pub mod analytic;
@@ -13,5 +14,6 @@ pub mod gpu;
 pub mod memory;
 pub mod observe;
 pub mod run;
+pub mod sequence;
 pub mod sm;
 pub mod validate;

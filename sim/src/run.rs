@@ -2,9 +2,10 @@
 //! bound the kernel's time from its resource demand (`analytic::bound`).
 
 use crate::analytic::bound;
-use crate::engine::{Config, Engine, Progress, SimError};
+use crate::engine::{Carry, Config, Engine, Progress, SimError};
 use crate::gpu::cta_scheduler::occupancy;
 use crate::gpu::preset::{Preset, PresetError, MAX_CLOCK_MHZ};
+use crate::memory::system::MemSys;
 use crate::observe::report::{Report, TraceReport};
 use crate::observe::trace::{self, Filter, Level, Tracer, Written};
 use crate::observe::warp_state::State;
@@ -89,6 +90,11 @@ pub enum RunError {
         gpu: String,
         why: String,
     },
+    #[error(
+        "{0}: the scenario is a sequence of {1} kernels (`then`): `sim run` runs it; this \
+         command takes one kernel"
+    )]
+    Sequence(String, usize),
     #[error("--clock-mhz must be a positive number of MHz, not {0}")]
     Clock(f64),
     #[error("--clock-mhz {0} is beyond the fastest clock modeled, {MAX_CLOCK_MHZ} MHz")]
@@ -103,33 +109,51 @@ pub fn load(path: &Path, opts: &RunOptions) -> Result<(Kernel, Preset), RunError
     load_source(&file, source, opts)
 }
 
-/// As [`load`], from text already read; `file` names it in diagnostics.
+/// As [`load`], from text already read; `file` names it in diagnostics. A sequence of kernels
+/// is an error here ([`load_sequence_source`] takes it).
 pub fn load_source(
     file: &str,
     source: &str,
     opts: &RunOptions,
 ) -> Result<(Kernel, Preset), RunError> {
+    let (mut kernels, preset, _) = load_sequence_source(file, source, opts)?;
+    if kernels.len() > 1 {
+        return Err(RunError::Sequence(file.to_string(), kernels.len()));
+    }
+    Ok((kernels.remove(0), preset))
+}
+
+/// Reads, compiles and checks every kernel of a scenario, in launch order (one, unless it has
+/// `then`), and how they are launched.
+pub fn load_sequence_source(
+    file: &str,
+    source: &str,
+    opts: &RunOptions,
+) -> Result<(Vec<Kernel>, Preset, isa::scenario::Launch), RunError> {
     let scenario = isa::parse(file, source).map_err(RunError::Scenario)?;
     let gpu = opts.gpu.as_deref().unwrap_or(&scenario.gpu);
     let preset = Preset::with_overrides(gpu, &scenario.gpu_overrides)
         .map_err(|e| RunError::Preset(file.to_string(), e))?;
-    let kernel = isa::compile(&scenario, &opts.sets, &preset.limits(), file, source)
+    let kernels = isa::compile_sequence(&scenario, &opts.sets, &preset.limits(), file, source)
         .map_err(RunError::Scenario)?;
-    if let Some(why) = no_fit(&kernel, &preset) {
-        return Err(RunError::NoFit {
-            file: file.to_string(),
-            gpu: preset.name.clone(),
-            why,
-        });
+    for kernel in &kernels {
+        if let Some(why) = no_fit(kernel, &preset) {
+            return Err(RunError::NoFit {
+                file: file.to_string(),
+                gpu: preset.name.clone(),
+                why,
+            });
+        }
+        tracing::debug!(
+            scenario = %kernel.name,
+            kernel = %kernel.kernel_name,
+            ctas = kernel.grid,
+            warps_per_cta = kernel.warps_per_cta(),
+            smem_bytes = kernel.smem_bytes,
+            "compiled"
+        );
     }
-    tracing::debug!(
-        scenario = %kernel.name,
-        ctas = kernel.grid,
-        warps_per_cta = kernel.warps_per_cta(),
-        smem_bytes = kernel.smem_bytes,
-        "compiled"
-    );
-    Ok((kernel, preset))
+    Ok((kernels, preset, scenario.launch))
 }
 
 /// Why not even one CTA of `kernel` fits on an SM of `preset`, if so. Validation checks the
@@ -192,7 +216,7 @@ pub fn simulate(
     result.map_err(|(e, _)| e)
 }
 
-fn config(preset: &Preset, opts: &RunOptions) -> Result<Config, RunError> {
+pub(crate) fn config(preset: &Preset, opts: &RunOptions) -> Result<Config, RunError> {
     let clock = match opts.clock_mhz {
         Some(c) if !(c > 0.0 && c.is_finite()) => return Err(RunError::Clock(c)),
         Some(c) if c > MAX_CLOCK_MHZ => return Err(RunError::ClockTooHigh(c)),
@@ -211,10 +235,13 @@ fn config(preset: &Preset, opts: &RunOptions) -> Result<Config, RunError> {
 }
 
 /// A run's report, or its error with the report of the run up to the failure.
-type Outcome = Result<Report, (RunError, Report)>;
+pub(crate) type Outcome = Result<Report, (RunError, Report)>;
 
 /// A trace writer, the warps' totals for its summary and how many warps they leave out.
-type Traced = (Tracer, Vec<Value>, u64);
+pub(crate) type Traced = (Tracer, Vec<Value>, u64);
+
+/// The memory system a kernel of a sequence leaves, and the cycle it ended at.
+pub(crate) type Handed = (MemSys, u64);
 
 /// Simulates with an optional trace writer, which comes back (also after a failed run) for
 /// [`finish_trace`]; the outer error is a setup error, the inner one the run's.
@@ -226,15 +253,33 @@ fn simulate_traced(
     tracer: Option<Tracer>,
 ) -> Result<(Outcome, Option<Traced>), RunError> {
     let cfg = config(preset, opts)?;
+    let (carry, _) = Carry::first(std::slice::from_ref(kernel), preset, &cfg);
+    let (outcome, traced, _) = simulate_carried(file, kernel, preset, opts, tracer, carry)?;
+    Ok((outcome, traced))
+}
+
+/// As [`simulate_traced`], for a kernel of a sequence: it starts on what `carry` holds, and the
+/// memory system comes back with the cycle the kernel ended at, for the next.
+pub(crate) fn simulate_carried(
+    file: &str,
+    kernel: &Kernel,
+    preset: &Preset,
+    opts: &RunOptions,
+    tracer: Option<Tracer>,
+    carry: Carry,
+) -> Result<(Outcome, Option<Traced>, Handed), RunError> {
+    let cfg = config(preset, opts)?;
     let reference_mhz = cfg.clock_mhz;
-    let mut engine = Engine::new(kernel, preset, cfg);
+    let start = carry.start;
+    let mut engine = Engine::continuing(kernel, preset, cfg, carry);
     if let Some(t) = tracer {
         engine = engine.with_tracer(t);
     }
     if let Some(p) = &opts.progress {
         engine = engine.with_progress(p.clone());
     }
-    let (result, stats, tracer) = engine.run_traced();
+    let (result, stats, tracer, mem) = engine.run_carried();
+    let end = start + stats.cycles;
     let mut warps = Vec::new();
     // The report covers the run up to where it stopped; a failed run's goes to its trace only.
     let report = {
@@ -294,7 +339,11 @@ fn simulate_traced(
             report,
         )),
     };
-    Ok((outcome, tracer.map(|t| (t, warps, stats.warps_omitted))))
+    Ok((
+        outcome,
+        tracer.map(|t| (t, warps, stats.warps_omitted)),
+        (mem, end),
+    ))
 }
 
 /// Ends a trace with its `otherData`: the run's report (or the error that stopped it) and each

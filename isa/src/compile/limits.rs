@@ -63,7 +63,7 @@ impl Compiler<'_> {
         let max = self.limits.max_regs_per_thread as i64;
         let regs = self.in_range(
             e,
-            "kernel.regs_per_thread",
+            &format!("{}.regs_per_thread", self.at),
             "registers per thread at launch",
             1,
             max,
@@ -89,7 +89,7 @@ impl Compiler<'_> {
                     lim.smem_per_cta
                 ),
             )
-            .in_path("kernel.smem"));
+            .in_path(format!("{}.smem", self.at)));
         }
         // At most smem_per_cta, a u64.
         Ok(smem_bytes as u64)
@@ -260,7 +260,7 @@ impl Compiler<'_> {
                     lim.gpu, lim.max_threads_per_cta
                 ),
             )
-            .in_path("kernel.roles"));
+            .in_path(format!("{}.roles", self.at)));
         }
         let alloc = |regs: u32, warps: u32| {
             (regs * WARP_SIZE).div_ceil(lim.reg_alloc_unit) * lim.reg_alloc_unit * warps
@@ -269,7 +269,7 @@ impl Compiler<'_> {
         if at_launch > lim.regs_per_sm {
             return Err(self.err(
                 Some(launch_expr.id),
-                "kernel.regs_per_thread",
+                &format!("{}.regs_per_thread", self.at),
                 format!(
                     "{threads} threads x {launch_regs} registers need {at_launch} registers; {} has {} per SM",
                     lim.gpu, lim.regs_per_sm
@@ -291,7 +291,7 @@ impl Compiler<'_> {
                     lim.regs_per_sm
                 ),
             )
-            .in_path("kernel.roles"));
+            .in_path(format!("{}.roles", self.at)));
         }
         Ok(())
     }

@@ -37,25 +37,58 @@ pub fn compile(
     source: &str,
 ) -> Result<program::Kernel, Diagnostic> {
     let params = names::params(scenario, overrides, file)?;
-    let mut c = Compiler {
-        file,
-        source,
-        params,
-        limits,
-        scope: Vec::new(),
-        next_slot: program::slot::FIRST_LOOP_SLOT,
-        max_slot: program::slot::FIRST_LOOP_SLOT,
-        code: Vec::new(),
-        paths: Vec::new(),
-        breaks: Vec::new(),
-        accs: Vec::new(),
-        role_accs: BTreeMap::new(),
-        counters: Vec::new(),
-        tensors: Vec::new(),
-        buffers: Vec::new(),
-        mbarriers: Vec::new(),
-    };
-    c.kernel(scenario)
+    let name = scenario
+        .kernel
+        .name
+        .as_ref()
+        .unwrap_or(&scenario.name)
+        .clone();
+    Compiler::new(file, source, params, limits, "kernel".into()).kernel(
+        scenario,
+        &scenario.kernel,
+        name,
+    )
+}
+
+/// Compiles `kernel` and every kernel of `then`, in launch order. A tensor that several kernels
+/// declare is one array in memory: its declarations must agree.
+pub fn compile_sequence(
+    scenario: &Scenario,
+    overrides: &[(String, i64)],
+    limits: &Limits,
+    file: &str,
+    source: &str,
+) -> Result<Vec<program::Kernel>, Diagnostic> {
+    let mut kernels = vec![compile(scenario, overrides, limits, file, source)?];
+    for (i, k) in scenario.then.iter().enumerate() {
+        let params = names::params(scenario, overrides, file)?;
+        let at = format!("then[{i}]");
+        let name = k.name.clone().unwrap_or_else(|| at.clone());
+        let compiled =
+            Compiler::new(file, source, params, limits, at.clone()).kernel(scenario, k, name)?;
+        if let Some(e) = kernels
+            .iter()
+            .find_map(|earlier| disagreeing_tensor(earlier, &compiled))
+        {
+            return Err(Diagnostic::new(file, e).in_path(at));
+        }
+        kernels.push(compiled);
+    }
+    Ok(kernels)
+}
+
+/// A tensor `later` declares with another type or size than `earlier` does.
+fn disagreeing_tensor(earlier: &program::Kernel, later: &program::Kernel) -> Option<String> {
+    later.tensors.iter().find_map(|t| {
+        let e = earlier.tensors.iter().find(|e| e.name == t.name)?;
+        (e.dtype != t.dtype || e.shape != t.shape).then(|| {
+            format!(
+                "tensor `{}` is declared as {:?} {:?} by kernel `{}` and as {:?} {:?} by `{}`: \
+                 kernels of a sequence share a tensor by its name",
+                t.name, e.dtype, e.shape, earlier.kernel_name, t.dtype, t.shape, later.kernel_name
+            )
+        })
+    })
 }
 
 /// The compiler's state: what is declared so far, and the role being compiled.
@@ -79,9 +112,39 @@ struct Compiler<'a> {
     tensors: Vec<program::TensorInfo>,
     buffers: Vec<program::BufferInfo>,
     mbarriers: Vec<program::MBarrierInfo>,
+    /// Where the kernel being compiled sits in the document (`kernel`, `then[0]`), for errors.
+    at: String,
 }
 
-impl Compiler<'_> {
+impl<'a> Compiler<'a> {
+    fn new(
+        file: &'a str,
+        source: &'a str,
+        params: BTreeMap<String, i64>,
+        limits: &'a Limits,
+        at: String,
+    ) -> Self {
+        Compiler {
+            file,
+            source,
+            params,
+            limits,
+            scope: Vec::new(),
+            next_slot: program::slot::FIRST_LOOP_SLOT,
+            max_slot: program::slot::FIRST_LOOP_SLOT,
+            code: Vec::new(),
+            paths: Vec::new(),
+            breaks: Vec::new(),
+            accs: Vec::new(),
+            role_accs: BTreeMap::new(),
+            counters: Vec::new(),
+            tensors: Vec::new(),
+            buffers: Vec::new(),
+            mbarriers: Vec::new(),
+            at,
+        }
+    }
+
     /// An error at `path`, pointing at the spanned node `node_id` when it has a position.
     fn err(&self, node_id: Option<u32>, path: &str, message: String) -> Diagnostic {
         let d = Diagnostic::new(self.file, message).in_path(path);
@@ -92,20 +155,24 @@ impl Compiler<'_> {
     }
 
     /// The pass driver: launch configuration, declarations, roles, then CTA-wide limits.
-    fn kernel(&mut self, s: &Scenario) -> Result<program::Kernel, Diagnostic> {
-        let k = &s.kernel;
-        let grid = self.in_range(&k.grid, "kernel.grid", "grid (CTAs)", 1, MAX_GRID)? as u32;
+    fn kernel(
+        &mut self,
+        s: &Scenario,
+        k: &crate::scenario::Kernel,
+        kernel_name: String,
+    ) -> Result<program::Kernel, Diagnostic> {
+        let grid_path = format!("{}.grid", self.at);
+        let grid = self.in_range(&k.grid, &grid_path, "grid (CTAs)", 1, MAX_GRID)? as u32;
         let launch_regs = self.launch_regs(&k.regs_per_thread)?;
         let layout = self.declare(k)?;
 
         if k.roles.is_empty() {
-            return Err(
-                Diagnostic::new(self.file, "the kernel has no roles").in_path("kernel.roles")
-            );
+            return Err(Diagnostic::new(self.file, "the kernel has no roles")
+                .in_path(format!("{}.roles", self.at)));
         }
         let mut roles = Vec::new();
         for (i, r) in k.roles.iter().enumerate() {
-            let path = format!("kernel.roles[{i}] `{}`", r.name);
+            let path = format!("{}.roles[{i}] `{}`", self.at, r.name);
             if k.roles[..i].iter().any(|o| o.name == r.name) {
                 return Err(Diagnostic::new(
                     self.file,
@@ -128,6 +195,7 @@ impl Compiler<'_> {
 
         Ok(program::Kernel {
             name: s.name.clone(),
+            kernel_name,
             gpu: s.gpu.clone(),
             params: self.params.clone(),
             grid,

@@ -19,7 +19,7 @@ impl Compiler<'_> {
     pub(super) fn declare(&mut self, k: &Kernel) -> Result<Layout, Diagnostic> {
         let mut placed = 0u64;
         for (i, t) in k.tensors.iter().enumerate() {
-            let path = format!("kernel.tensors[{i}] `{}`", t.name);
+            let path = format!("{}.tensors[{i}] `{}`", self.at, t.name);
             self.unique_name(&t.name, &path)?;
             let shape = self.shape(&t.shape, &path)?;
             let bytes = self.bytes(&shape, t.dtype, &path, &format!("tensor `{}`", t.name))?;
@@ -47,7 +47,7 @@ impl Compiler<'_> {
         // reported as it is.
         let mut smem: u128 = 0;
         for (i, b) in k.smem.iter().enumerate() {
-            let path = format!("kernel.smem[{i}] `{}`", b.name);
+            let path = format!("{}.smem[{i}] `{}`", self.at, b.name);
             self.unique_name(&b.name, &path)?;
             let slots = self.in_range(&b.slots, &path, "slots", 1, 1 << 16)? as u32;
             let shape = self.shape(&b.shape, &path)?;
@@ -68,7 +68,7 @@ impl Compiler<'_> {
         // The mbarrier arrays, flattened; 8 bytes each after the buffers.
         let mut first = 0u32;
         for (i, m) in k.mbarriers.iter().enumerate() {
-            let path = format!("kernel.mbarriers[{i}] `{}`", m.name);
+            let path = format!("{}.mbarriers[{i}] `{}`", self.at, m.name);
             self.unique_name(&m.name, &path)?;
             let count = self.in_range(&m.count, &path, "count", 1, 1 << 16)? as u32;
             let arrivals = self.in_range(&m.arrivals, &path, "arrivals", 1, MAX_ARRIVALS)? as u32;
@@ -82,7 +82,7 @@ impl Compiler<'_> {
         }
         let smem_bytes = smem.div_ceil(8) * 8 + 8 * first as u128;
         for (i, c) in k.counters.iter().enumerate() {
-            let path = format!("kernel.counters[{i}] `{}`", c.name);
+            let path = format!("{}.counters[{i}] `{}`", self.at, c.name);
             self.unique_name(&c.name, &path)?;
             let init = self.constant(&c.init, &path, "initial value")?;
             self.counters.push((c.name.clone(), init));

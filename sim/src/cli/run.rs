@@ -127,6 +127,9 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    if let Err(run::RunError::Sequence(..)) = result {
+        return run_sequence(a, &opts);
+    }
     let report = result?;
     for w in report.warnings() {
         eprintln!("warning: {}: {w}", a.scenario.file.display());
@@ -177,4 +180,33 @@ fn progress_bar() -> Option<ProgressBar> {
     let style =
         ProgressStyle::with_template("{spinner} {pos}/{len} CTAs done, {msg} [{elapsed}]").ok()?;
     Some(ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(style))
+}
+
+/// `sim run` on a scenario with `then`: every kernel's summary (or one JSON object), no trace
+/// yet.
+fn run_sequence(a: &Args, opts: &run::RunOptions) -> anyhow::Result<()> {
+    if a.csv || a.baseline.is_some() {
+        anyhow::bail!(
+            "{}: --csv and --baseline take a single kernel; this scenario is a sequence",
+            a.scenario.file.display()
+        );
+    }
+    let opts = run::RunOptions {
+        trace: None,
+        ..opts.clone()
+    };
+    let report = sim::sequence::run_file(&a.scenario.file, &opts)?;
+    for w in report.warnings() {
+        eprintln!("warning: {}: {w}", a.scenario.file.display());
+    }
+    if a.trace.options().is_some() {
+        eprintln!(
+            "note: {}: a sequence of kernels writes no trace yet",
+            a.scenario.file.display()
+        );
+    }
+    if a.json {
+        return output(a, &(report.to_json() + "\n"));
+    }
+    output(a, &report.summary())
 }

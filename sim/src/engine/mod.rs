@@ -33,7 +33,7 @@ use crate::gpu::cta_scheduler::{occupancy, Occupancy};
 use crate::gpu::preset::Preset;
 use crate::memory::system::MemSys;
 use crate::observe::sanitizer::{Finding, Sanitizer};
-use crate::observe::trace::{Tracer, BUSY_UNITS};
+use crate::observe::trace::{Tracer, BUSY_UNITS, L2_PORT_UNIT};
 use event::Event;
 use isa::program::{slot, Kernel};
 use names::Names;
@@ -105,6 +105,8 @@ pub struct Engine<'a> {
     pub(crate) p: &'a Preset,
     pub(crate) cfg: Config,
     pub(crate) now: u64,
+    /// The cycle the kernel starts at: 0, or later in a sequence.
+    pub(crate) start: u64,
     pub(crate) q: EventQueue<Event>,
     /// `Poll` events in `q`: when they are all that is left, nothing can complete a phase.
     pub(crate) polls_pending: usize,
@@ -153,8 +155,68 @@ pub struct Engine<'a> {
     pub(crate) error: Option<SimError>,
 }
 
+/// What a kernel of a sequence takes over from the kernels before it: the memory system as they
+/// left it (the L2's lines and their timing: one clock for the whole sequence), the cycle it
+/// starts at, and where the sequence's tensors live.
+pub struct Carry {
+    pub mem: MemSys,
+    pub start: u64,
+    /// The address of each of the kernel's tensors (in its declaration order), and the first
+    /// address after all of the sequence's tensors.
+    pub tensor_base: Vec<u64>,
+    pub end_of_tensors: u64,
+}
+
+impl Carry {
+    /// A sequence's start: a fresh memory system holding every `warm` tensor, and the tensors
+    /// of all `kernels` laid out one after another (4 KiB aligned), one array per name.
+    pub fn first(kernels: &[Kernel], p: &Preset, cfg: &Config) -> (Self, Vec<Vec<u64>>) {
+        let mut names: Vec<(&str, u64)> = Vec::new();
+        let mut next = 0u64;
+        let bases = kernels
+            .iter()
+            .map(|k| {
+                k.tensors
+                    .iter()
+                    .map(|t| match names.iter().find(|(n, _)| *n == t.name) {
+                        Some(&(_, base)) => base,
+                        None => {
+                            let base = next;
+                            names.push((&t.name, base));
+                            next = (next + t.bytes).div_ceil(4096) * 4096;
+                            base
+                        }
+                    })
+                    .collect::<Vec<u64>>()
+            })
+            .collect::<Vec<_>>();
+        let mut mem = MemSys::new(p, cfg.clock_mhz);
+        for (k, b) in kernels.iter().zip(&bases) {
+            for (t, &base) in k.tensors.iter().zip(b) {
+                if t.warm {
+                    mem.preload(base, t.bytes);
+                }
+            }
+        }
+        let carry = Carry {
+            mem,
+            start: 0,
+            tensor_base: bases[0].clone(),
+            end_of_tensors: next,
+        };
+        (carry, bases)
+    }
+}
+
 impl<'a> Engine<'a> {
     pub fn new(k: &'a Kernel, p: &'a Preset, cfg: Config) -> Self {
+        let (carry, _) = Carry::first(std::slice::from_ref(k), p, &cfg);
+        Engine::continuing(k, p, cfg, carry)
+    }
+
+    /// The kernel `k` of a sequence, starting at `carry.start` on the memory system the kernels
+    /// before it left.
+    pub fn continuing(k: &'a Kernel, p: &'a Preset, cfg: Config, carry: Carry) -> Self {
         let nparts = (p.sm.count * p.sm.partitions) as usize;
         let parts = (0..nparts)
             .map(|_| Partition {
@@ -162,25 +224,29 @@ impl<'a> Engine<'a> {
                 ..Default::default()
             })
             .collect();
-        let mut tensor_base = Vec::new();
-        let mut next = 0u64;
-        for t in &k.tensors {
-            tensor_base.push(next);
-            next = (next + t.bytes).div_ceil(4096) * 4096;
-        }
+        let Carry {
+            mut mem,
+            start,
+            tensor_base,
+            end_of_tensors: next,
+        } = carry;
+        mem.begin_kernel();
         let names = Names::new(k);
-        let mut mem = MemSys::new(p, cfg.clock_mhz);
-        for (t, &base) in k.tensors.iter().zip(&tensor_base) {
-            if t.warm {
-                mem.preload(base, t.bytes);
-            }
-        }
+        let sample_prev = (0..p.sm.count)
+            .map(|i| {
+                let mut units = [0.0; BUSY_UNITS.len()];
+                units[L2_PORT_UNIT] = mem.port_busy_by(i, start);
+                units
+            })
+            .collect();
+        let sample_mem = (mem.l2_bytes_by(start), mem.dram_bytes_by(start));
         Engine {
             k,
             p,
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             mem,
-            now: 0,
+            now: start,
+            start,
             q: EventQueue::default(),
             polls_pending: 0,
             sms: (0..p.sm.count).map(|_| Sm::new(p)).collect(),
@@ -191,11 +257,11 @@ impl<'a> Engine<'a> {
             ctas: Live::default(),
             role_totals: vec![RoleTotals::new(k.mbarriers.len()); k.roles.len()],
             warp_results: Vec::new(),
-            last_progress: 0,
+            last_progress: start,
             next_block: 0,
             occ: occupancy(k, p),
             tensor_base,
-            horizon: 0,
+            horizon: start,
             mma_flops: 0,
             sanitizer: cfg.check.then(|| Sanitizer::new(names.clone())),
             names,
@@ -203,9 +269,9 @@ impl<'a> Engine<'a> {
             progress: None,
             iterations: 0,
             retired: 0,
-            sampled_at: 0,
-            sample_prev: vec![[0.0; BUSY_UNITS.len()]; p.sm.count as usize],
-            sample_mem: (0.0, 0.0),
+            sampled_at: start,
+            sample_prev,
+            sample_mem,
             counters: k.counters.iter().map(|(_, v)| *v).collect(),
             counter_base: next,
             local_base: (next + k.counters.len() as u64 * 128).div_ceil(4096) * 4096,
@@ -241,7 +307,14 @@ impl<'a> Engine<'a> {
     /// Runs the kernel and hands back the trace writer, also when the run fails (the trace
     /// then ends at the failure, every live warp's last state interval included).
     /// The statistics cover the run up to where it stopped, also when it failed.
-    pub fn run_traced(mut self) -> (Result<(), SimError>, RunStats, Option<Tracer>) {
+    pub fn run_traced(self) -> (Result<(), SimError>, RunStats, Option<Tracer>) {
+        let (result, stats, tracer, _) = self.run_carried();
+        (result, stats, tracer)
+    }
+
+    /// As [`Engine::run_traced`], handing back the memory system for the next kernel of a
+    /// sequence.
+    pub fn run_carried(mut self) -> (Result<(), SimError>, RunStats, Option<Tracer>, MemSys) {
         let result = self.simulate();
         if result.is_err() {
             self.close_open_intervals();
@@ -249,7 +322,8 @@ impl<'a> Engine<'a> {
         self.sample(true);
         let tracer = self.tracer.take();
         let stopped = result.is_err();
-        (result, self.finish(stopped), tracer)
+        let (stats, mem) = self.finish(stopped);
+        (result, stats, tracer, mem)
     }
 
     fn simulate(&mut self) -> Result<(), SimError> {

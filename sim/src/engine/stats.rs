@@ -3,7 +3,7 @@
 use super::state::Warp;
 use super::Engine;
 use crate::gpu::cta_scheduler::Occupancy;
-use crate::memory::system::MemStats;
+use crate::memory::system::{MemStats, MemSys};
 use crate::observe::warp_state::State;
 use crate::sm::local::LocalTraffic;
 
@@ -179,7 +179,7 @@ impl Engine<'_> {
 
     /// The run's results; `stopped`: it failed during cycle `now`, whose issues and bookings
     /// then count (a run that completes ends after its last cycle with work in it).
-    pub(crate) fn finish(mut self, stopped: bool) -> RunStats {
+    pub(crate) fn finish(mut self, stopped: bool) -> (RunStats, MemSys) {
         // The last cycle anything happened, or later if booked work was still running. A run
         // stopped by an error has worked through cycle `now` itself: without it, what issued
         // in that cycle would count over one cycle too few (a 4-cycle run issuing in all four
@@ -215,8 +215,8 @@ impl Engine<'_> {
             .into_iter()
             .flatten()
             .collect();
-        RunStats {
-            cycles: end,
+        let stats = RunStats {
+            cycles: end - self.start,
             sms_used: self.sms.iter().filter(|sm| sm.launched > 0).count() as u32,
             ctas_per_sm_run: self.sms.iter().map(|sm| sm.launched).collect(),
             warps_omitted: u64::from(self.warps.next_id()) - warps.len() as u64,
@@ -229,6 +229,7 @@ impl Engine<'_> {
             events: self.q.pushed(),
             mem,
             occupancy: self.occ,
-        }
+        };
+        (stats, self.mem)
     }
 }

@@ -64,6 +64,7 @@ mod tests {
     fn kernel(warpgroups: u32, regs: u32, smem: u64) -> Kernel {
         Kernel {
             name: "k".into(),
+            kernel_name: "k".into(),
             gpu: "h100-sxm".into(),
             params: Default::default(),
             grid: 1,

@@ -27,6 +27,34 @@ pub struct Preset {
     pub tma: Tma,
     pub memory: Memory,
     pub local: Local,
+    pub launch: Launch,
+}
+
+/// Kernels launched one after another in a stream (a scenario's `then`): the next kernel's
+/// first CTA starts `gap` after the last CTA of the one before ends, and an eager launch no
+/// sooner than `eager_interval_ns` after the one before it started (the host's launch rate).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Launch {
+    /// The gap between kernels of one SM each, launched eagerly or from a CUDA graph.
+    pub eager_gap_ns: u64,
+    pub graph_gap_ns: u64,
+    /// What the gap adds when the kernels fill every SM (linear in the SMs in between).
+    pub full_gpu_gap_ns: u64,
+    pub eager_interval_ns: u64,
+}
+
+impl Launch {
+    /// Nanoseconds from one kernel's end to the next one's start for kernels on `sms` of the
+    /// GPU's `count` SMs, launched as `launch`.
+    pub fn gap_ns(&self, launch: isa::scenario::Launch, sms: u32, count: u32) -> f64 {
+        let base = match launch {
+            isa::scenario::Launch::Eager => self.eager_gap_ns,
+            isa::scenario::Launch::Graph => self.graph_gap_ns,
+        };
+        let spread = f64::from(sms.saturating_sub(1)) / f64::from(count.saturating_sub(1).max(1));
+        base as f64 + self.full_gpu_gap_ns as f64 * spread.min(1.0)
+    }
 }
 
 /// The SM clock: the highest, and the clock the chip sustains under its power cap as a function
@@ -424,6 +452,9 @@ pub const MAX_CLOCK_MHZ: f64 = 1e6;
 /// around u64.
 pub const MAX_FIELD_CYCLES: u64 = 1 << 32;
 
+/// Launch gaps and intervals up to a second.
+pub const MAX_LAUNCH_NS: u64 = 1_000_000_000;
+
 #[derive(Debug, thiserror::Error)]
 pub enum PresetError {
     #[error("unknown GPU preset `{0}`; built-in presets: {1}")]
@@ -661,6 +692,26 @@ impl Preset {
                 MAX_FIELD_CYCLES,
             ),
             ("tensor.extra_latency", t.extra_latency, MAX_FIELD_CYCLES),
+            (
+                "launch.eager_gap_ns",
+                self.launch.eager_gap_ns,
+                MAX_LAUNCH_NS,
+            ),
+            (
+                "launch.graph_gap_ns",
+                self.launch.graph_gap_ns,
+                MAX_LAUNCH_NS,
+            ),
+            (
+                "launch.full_gpu_gap_ns",
+                self.launch.full_gpu_gap_ns,
+                MAX_LAUNCH_NS,
+            ),
+            (
+                "launch.eager_interval_ns",
+                self.launch.eager_interval_ns,
+                MAX_LAUNCH_NS,
+            ),
             (
                 "tensor.inflight_release_lead",
                 t.inflight_release_lead,

@@ -44,6 +44,21 @@ pub struct MemSys {
     sms: u64,
     jitter: u64,
     l2_bytes: u64,
+    /// The counts when the present kernel started (`begin_kernel`): its stats are those since.
+    base: Counts,
+}
+
+/// The memory system's running counts, as a kernel of a sequence found them.
+#[derive(Clone, Debug, Default)]
+struct Counts {
+    l2_hits: u64,
+    l2_misses: u64,
+    l2_bytes: u64,
+    dram_read_bytes: u64,
+    dram_write_bytes: u64,
+    /// Dirty lines left by the kernels before: counted as their writes already.
+    dirty_lines: u64,
+    port_busy: Vec<u64>,
 }
 
 /// Totals of a run.
@@ -97,6 +112,7 @@ impl MemSys {
             sms: p.sm.count.max(1) as u64,
             jitter: m.latency_jitter,
             l2_bytes: 0,
+            base: Counts::default(),
         }
     }
 
@@ -236,17 +252,43 @@ impl MemSys {
         self.ports[sm as usize].book(now, bytes)
     }
 
-    /// Totals; dirty lines still in L2 count as DRAM writes (they are written back eventually).
-    pub fn stats(&self) -> MemStats {
-        MemStats {
+    /// The present kernel starts: its totals count from here.
+    pub fn begin_kernel(&mut self) {
+        self.base = Counts {
             l2_hits: self.l2.hits(),
             l2_misses: self.l2.misses(),
             l2_bytes: self.l2_bytes,
             dram_read_bytes: self.hbm.read_bytes(),
-            dram_write_bytes: self.hbm.write_bytes() + self.l2.dirty_lines() * self.line,
-            dram_flush_bytes: self.l2.dirty_lines() * self.line,
-            port_busy_max: self.ports.iter().map(Link::busy).max().unwrap_or(0),
-            port_busy_total: self.ports.iter().map(Link::busy).sum(),
+            dram_write_bytes: self.hbm.write_bytes(),
+            dirty_lines: self.l2.dirty_lines(),
+            port_busy: self.ports.iter().map(Link::busy).collect(),
+        };
+    }
+
+    /// The present kernel's totals; dirty lines still in L2 count as DRAM writes (they are
+    /// written back eventually). So a sequence's dirty lines count in the kernel that leaves
+    /// them: a later kernel's writes are its write-backs and the lines dirty at its end less
+    /// those dirty at its start (each of which it either wrote back or left dirty).
+    pub fn stats(&self) -> MemStats {
+        let b = &self.base;
+        let port = |i: usize, l: &Link| l.busy() - b.port_busy.get(i).copied().unwrap_or(0);
+        MemStats {
+            l2_hits: self.l2.hits() - b.l2_hits,
+            l2_misses: self.l2.misses() - b.l2_misses,
+            l2_bytes: self.l2_bytes - b.l2_bytes,
+            dram_read_bytes: self.hbm.read_bytes() - b.dram_read_bytes,
+            dram_write_bytes: (self.hbm.write_bytes() - b.dram_write_bytes
+                + self.l2.dirty_lines() * self.line)
+                .saturating_sub(b.dirty_lines * self.line),
+            dram_flush_bytes: self.l2.dirty_lines().saturating_sub(b.dirty_lines) * self.line,
+            port_busy_max: self
+                .ports
+                .iter()
+                .enumerate()
+                .map(|(i, l)| port(i, l))
+                .max()
+                .unwrap_or(0),
+            port_busy_total: self.ports.iter().enumerate().map(|(i, l)| port(i, l)).sum(),
         }
     }
 

@@ -65,6 +65,9 @@ pub const EVENT_TID_BASE: u32 = 1 << 30;
 /// The per-SM unit busy fractions in each `busy` counter sample, in this order.
 pub const BUSY_UNITS: [&str; 6] = ["tensor", "smem", "mufu", "tma", "l2_port", "tma_fill"];
 
+/// Where `l2_port` is in [`BUSY_UNITS`].
+pub const L2_PORT_UNIT: usize = 4;
+
 /// The process id of SM `sm`'s tracks (pid 0 is not a process to the viewers).
 pub fn sm_pid(sm: u32) -> u32 {
     sm + 1

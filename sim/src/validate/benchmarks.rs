@@ -343,7 +343,13 @@ pub(super) fn specs() -> Vec<Spec> {
             "mem",
             v("l2_footprint", &mib.to_string()),
             "gmem",
-            sets(&[("test", 1), ("ctas", 132), ("kib", kib), ("same", 0), ("sass", 2)]),
+            sets(&[
+                ("test", 1),
+                ("ctas", 132),
+                ("kib", kib),
+                ("same", 0),
+                ("sass", 2),
+            ]),
             Metric::SlopeRate {
                 key: "passes",
                 lo: 1,
@@ -367,7 +373,13 @@ pub(super) fn specs() -> Vec<Spec> {
             "mem",
             v("l2_disjoint", &n.to_string()),
             "gmem",
-            sets(&[("test", 1), ("ctas", n), ("kib", 32768), ("same", 0), ("sass", 2)]),
+            sets(&[
+                ("test", 1),
+                ("ctas", n),
+                ("kib", 32768),
+                ("same", 0),
+                ("sass", 2),
+            ]),
             Metric::SlopeRate {
                 key: "passes",
                 lo: 2,

@@ -1,0 +1,133 @@
+//! Kernel sequences (a scenario's `then`): the L2 carried from kernel to kernel, the launch gap
+//! and the host's launch interval, the accounting of dirty lines, and the errors.
+
+mod common;
+
+use common::{fixture, sets, sim, temp_scenario};
+use sim::sequence::{self, SequenceReport};
+
+fn run_text(name: &str, text: &str) -> SequenceReport {
+    sequence::run_file(&temp_scenario(name, text), &sets(&[])).unwrap()
+}
+
+fn source() -> String {
+    std::fs::read_to_string(fixture("sequence")).unwrap()
+}
+
+#[test]
+fn the_second_kernel_hits_on_what_the_first_left_in_l2() {
+    let s = sequence::run_file(&fixture("sequence"), &sets(&[])).unwrap();
+    let (write, read) = (&s.kernels[0].report, &s.kernels[1].report);
+    assert_eq!(
+        (s.kernels[0].name.as_str(), s.kernels[1].name.as_str()),
+        ("write", "read")
+    );
+    // 132 CTAs x 15 iterations x 128 threads x 16 bytes.
+    let bytes = 132 * 15 * 128 * 16;
+    assert_eq!(read.l2.hit_rate, 1.0);
+    assert_eq!(read.dram.read_bytes, 0);
+    // The first kernel's lines are still dirty: its writes, not the second's.
+    assert_eq!(
+        (write.dram.write_bytes, write.dram.flushed_bytes),
+        (bytes, bytes)
+    );
+    assert_eq!((read.dram.write_bytes, read.dram.flushed_bytes), (0, 0));
+    // The same read alone starts on an empty L2 and reads everything from DRAM.
+    let alone = temp_scenario("read_alone.ron", &only_the_read_kernel(&source()));
+    let cold = sim::run::run_file(&alone, &sets(&[])).unwrap();
+    assert_eq!(cold.l2.hit_rate, 0.0);
+    assert_eq!(cold.dram.read_bytes, bytes);
+}
+
+/// The fixture with its second kernel as the only one.
+fn only_the_read_kernel(text: &str) -> String {
+    let from = text.find("kernel: Kernel(").unwrap();
+    let to = text.find("then: [").unwrap();
+    let then = &text[to + "then: [".len()..];
+    let end = then.rfind("],").unwrap();
+    format!(
+        "{}kernel: {}\n)\n",
+        &text[..from],
+        then[..end].trim().trim_end_matches(',')
+    )
+}
+
+#[test]
+fn an_eager_launch_waits_for_the_host_and_a_graph_for_the_gap() {
+    // Kernel 1 takes ~0.6 us, less than the host's 4536 ns between eager launches: kernel 2
+    // starts 4536 ns x 1.98 GHz after kernel 1 started.
+    let eager = sequence::run_file(&fixture("sequence"), &sets(&[])).unwrap();
+    assert_eq!(eager.launch, "eager");
+    let first = &eager.kernels[0];
+    assert!(first.report.cycles < 8981);
+    assert_eq!(eager.kernels[1].start, 8981);
+    assert_eq!(eager.kernels[1].gap, 8981 - first.report.cycles);
+    // From a graph: 512 ns + 256 ns on all 132 SMs after kernel 1's end.
+    let graph = run_text(
+        "graph.ron",
+        &source().replace("params: {", "launch: Graph,\n    params: {"),
+    );
+    assert_eq!(graph.launch, "graph");
+    let k1 = &graph.kernels[0].report;
+    assert_eq!(graph.kernels[1].gap, 1521); // 768 ns x 1.98 GHz
+    assert_eq!(graph.kernels[1].start, k1.cycles + 1521);
+    // The sequence's cycles run to the last kernel's end; its time adds the gaps.
+    let last = &graph.kernels[1];
+    assert_eq!(graph.cycles, last.start + last.report.cycles);
+    let time = k1.time_us + last.report.time_us + 1521.0 / 1980.0;
+    assert!(
+        (graph.time_us - time).abs() < 1e-9,
+        "{} vs {time}",
+        graph.time_us
+    );
+    // On one SM the gap is the one-SM figure: 512 ns.
+    let one = run_text(
+        "graph1.ron",
+        &source()
+            .replace("params: {", "launch: Graph,\n    params: {")
+            .replace("\"ctas\": 132", "\"ctas\": 1"),
+    );
+    assert_eq!(one.kernels[1].gap, 1014); // 512 ns x 1.98 GHz
+}
+
+#[test]
+fn kernels_that_declare_one_tensor_differently_are_an_error() {
+    let text = source().replacen("shape: [\"kib * 256\"]", "shape: [\"kib * 512\"]", 1);
+    let path = temp_scenario("disagree.ron", &text);
+    let e = sequence::run_file(&path, &sets(&[]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("tensor `X` is declared as F32 [2097152] by kernel `write` and as F32 [1048576] by `read`"),
+        "{e}"
+    );
+    assert!(e.contains("then[0]"), "{e}");
+}
+
+#[test]
+fn sim_run_prints_every_kernel_and_other_commands_refuse_a_sequence() {
+    let file = fixture("sequence");
+    let out = sim(&["run", file.to_str().unwrap(), "--no-trace"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.starts_with("kernel 1/2 `write`: cycles 0.."),
+        "{first}"
+    );
+    assert!(text.contains("kernel 2/2 `read`: cycles 8981.."), "{text}");
+    assert!(
+        text.contains("sequence    2 kernels on h200-sxm, eager launches:"),
+        "{text}"
+    );
+    let json = sim(&["run", file.to_str().unwrap(), "--no-trace", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["kernels"][1]["report"]["l2"]["hit_rate"], 1.0);
+    let check = sim(&["check", file.to_str().unwrap()]);
+    assert!(!check.status.success());
+    let err = String::from_utf8(check.stderr).unwrap();
+    assert!(
+        err.contains("the scenario is a sequence of 2 kernels (`then`): `sim run` runs it"),
+        "{err}"
+    );
+}
