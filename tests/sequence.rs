@@ -105,7 +105,7 @@ fn kernels_that_declare_one_tensor_differently_are_an_error() {
 }
 
 #[test]
-fn sim_run_prints_every_kernel_and_other_commands_refuse_a_sequence() {
+fn sim_run_and_check_take_every_kernel_and_bench_refuses_a_sequence() {
     let file = fixture("sequence");
     let out = sim(&["run", file.to_str().unwrap(), "--no-trace"]);
     assert!(out.status.success());
@@ -123,9 +123,20 @@ fn sim_run_prints_every_kernel_and_other_commands_refuse_a_sequence() {
     let json = sim(&["run", file.to_str().unwrap(), "--no-trace", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(v["kernels"][1]["report"]["l2"]["hit_rate"], 1.0);
+    // `sim check` runs the sanitizer over every kernel; `sim bench` times one kernel.
     let check = sim(&["check", file.to_str().unwrap()]);
-    assert!(!check.status.success());
-    let err = String::from_utf8(check.stderr).unwrap();
+    let said = String::from_utf8(check.stdout).unwrap();
+    assert!(check.status.success(), "{said}");
+    let total = v["cycles"].as_u64().unwrap();
+    assert!(
+        said.ends_with(&format!(
+            "valid; simulated to completion in {total} cycles with no hazard and no deadlock\n"
+        )),
+        "{said}"
+    );
+    let bench = sim(&["bench", file.to_str().unwrap()]);
+    assert!(!bench.status.success());
+    let err = String::from_utf8(bench.stderr).unwrap();
     assert!(
         err.contains("the scenario is a sequence of 2 kernels (`then`): `sim run` runs it"),
         "{err}"

@@ -27,11 +27,17 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
     let mut opts = a.scenario.options(None);
     opts.max_cycles = opts.max_cycles.min(a.check_cycles);
     let file = a.scenario.file.display();
-    match run::run_file(&a.scenario.file, &opts) {
-        Ok(r) => {
+    // A sequence's kernels are checked one after another, as `sim run` runs them.
+    let cycles = match run::run_file(&a.scenario.file, &opts) {
+        Err(RunError::Sequence(..)) => {
+            sim::sequence::run_file(&a.scenario.file, &opts).map(|s| s.cycles)
+        }
+        r => r.map(|r| r.cycles),
+    };
+    match cycles {
+        Ok(cycles) => {
             emit(&format!(
-                "{file}: valid; simulated to completion in {} cycles with no hazard and no deadlock\n",
-                r.cycles
+                "{file}: valid; simulated to completion in {cycles} cycles with no hazard and no deadlock\n"
             ))?;
             Ok(ExitCode::SUCCESS)
         }
