@@ -123,6 +123,15 @@ fn sim_run_and_check_take_every_kernel_and_bench_refuses_a_sequence() {
     let json = sim(&["run", file.to_str().unwrap(), "--no-trace", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(v["kernels"][1]["report"]["l2"]["hit_rate"], 1.0);
+    let csv = sim(&["run", file.to_str().unwrap(), "--no-trace", "--csv"]);
+    let csv = String::from_utf8(csv.stdout).unwrap();
+    assert!(
+        csv.contains("sequence,h200-sxm,0,/kernels/1/start,8981,cycles,\n"),
+        "{csv}"
+    );
+    let cycles = v["kernels"][1]["report"]["cycles"].as_u64().unwrap();
+    let row = format!("sequence,h200-sxm,0,/kernels/1/report/cycles,{cycles},cycles,\n");
+    assert!(csv.contains(&row), "{csv}");
     // `sim check` runs the sanitizer over every kernel; `sim bench` times one kernel.
     let check = sim(&["check", file.to_str().unwrap()]);
     let said = String::from_utf8(check.stdout).unwrap();

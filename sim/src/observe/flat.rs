@@ -6,6 +6,7 @@
 
 use super::ncu;
 use super::report::Report;
+use crate::sequence::SequenceReport;
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use std::fmt;
@@ -162,24 +163,58 @@ impl Report {
 
     /// The rows as CSV with a header line (`sim run --csv`).
     pub fn to_csv(&self) -> Result<String, csv::Error> {
-        let mut w = csv::Writer::from_writer(Vec::new());
-        w.write_record(["scenario", "gpu", "seed", "metric", "value", "unit", "ncu"])?;
-        let seed = self.seed.to_string();
-        for r in self.rows() {
-            let ncu = r.ncu.as_deref().unwrap_or("");
-            w.write_record([
-                self.scenario.as_str(),
-                &self.gpu,
-                &seed,
-                &r.metric,
-                &r.value,
-                r.unit,
-                ncu,
-            ])?;
-        }
-        let bytes = w.into_inner().map_err(|e| e.into_error())?;
-        Ok(String::from_utf8(bytes).expect("CSV of UTF-8 fields is UTF-8"))
+        table(&self.scenario, &self.gpu, self.seed, self.rows())
     }
+}
+
+impl SequenceReport {
+    /// A sequence's rows: its cycles and time, then each kernel's place and its report's rows,
+    /// their pointers into the sequence's `--json` object (`/kernels/1/report/cycles`).
+    pub fn rows(&self) -> Vec<Row> {
+        let row = |metric: String, value: String, unit| Row {
+            metric,
+            value,
+            unit,
+            ncu: None,
+        };
+        let mut rows = vec![
+            row("/cycles".into(), self.cycles.to_string(), "cycles"),
+            row(
+                "/time_us".into(),
+                Value::from(self.time_us).to_string(),
+                "us",
+            ),
+        ];
+        for (i, k) in self.kernels.iter().enumerate() {
+            let at = format!("/kernels/{i}");
+            rows.push(row(format!("{at}/start"), k.start.to_string(), "cycles"));
+            rows.push(row(format!("{at}/gap"), k.gap.to_string(), "cycles"));
+            rows.extend(k.report.rows().into_iter().map(|r| Row {
+                metric: format!("{at}/report{}", r.metric),
+                ..r
+            }));
+        }
+        rows
+    }
+
+    /// The rows as CSV, as [`Report::to_csv`] (the seed is every kernel's).
+    pub fn to_csv(&self) -> Result<String, csv::Error> {
+        let seed = self.kernels.first().map_or(0, |k| k.report.seed);
+        table(&self.scenario, &self.gpu, seed, self.rows())
+    }
+}
+
+/// `rows` as CSV with a header line, the run's names on every row.
+fn table(scenario: &str, gpu: &str, seed: u64, rows: Vec<Row>) -> Result<String, csv::Error> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(["scenario", "gpu", "seed", "metric", "value", "unit", "ncu"])?;
+    let seed = seed.to_string();
+    for r in rows {
+        let ncu = r.ncu.as_deref().unwrap_or("");
+        w.write_record([scenario, gpu, &seed, &r.metric, &r.value, r.unit, ncu])?;
+    }
+    let bytes = w.into_inner().map_err(|e| e.into_error())?;
+    Ok(String::from_utf8(bytes).expect("CSV of UTF-8 fields is UTF-8"))
 }
 
 #[cfg(test)]
