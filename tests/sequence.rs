@@ -151,3 +151,26 @@ fn sim_run_and_check_take_every_kernel_and_bench_refuses_a_sequence() {
         "{err}"
     );
 }
+
+#[test]
+fn a_kernel_that_deadlocks_is_named_with_its_place() {
+    // The reader waits on an mbarrier phase that nothing completes.
+    let text = source()
+        .replace(
+            "Role(name: \"r\", warpgroups: 1, regs: 32, program: [",
+            "Role(name: \"r\", warpgroups: 1, regs: 32, program: [\n                    Wait(bar: \"never\", parity: 0),",
+        )
+        .replace(
+            "            roles: [\n                Role(name: \"r\"",
+            "            mbarriers: [MBarrier(name: \"never\", arrivals: 1)],\n            roles: [\n                Role(name: \"r\"",
+        );
+    assert!(text.contains("Wait(bar: \"never\""), "{text}");
+    let path = temp_scenario("deadlock.ron", &text);
+    let e = sequence::run_file(&path, &sets(&[]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("deadlock.ron: kernel `read` (2/2): deadlock at cycle"),
+        "{e}"
+    );
+}

@@ -75,8 +75,16 @@ pub fn simulate(
         };
         carry.start = start;
         carry.tensor_base = base;
+        // A kernel's failure names the kernel: the file is where the scenario is, the kernel
+        // which of its kernels stopped.
+        let place = format!(
+            "{file}: kernel `{}` ({}/{})",
+            kernel.kernel_name,
+            i + 1,
+            kernels.len()
+        );
         let (outcome, _, (mem, kernel_end)) =
-            run::simulate_carried(file, kernel, preset, opts, None, carry)?;
+            run::simulate_carried(&place, kernel, preset, opts, None, carry)?;
         let report = outcome.map_err(|(e, _)| e)?;
         let generic = bound::bound(kernel, preset, report.reference_clock_mhz);
         let report = report.with_bound(kernel, generic);
