@@ -75,6 +75,22 @@ pub fn warp_tid(id: u32) -> u32 {
     id + 1
 }
 
+/// The SM whose tracks are process `pid` ([`sm_pid`]'s inverse; not for [`GPU_PID`]).
+pub fn pid_sm(pid: u32) -> u32 {
+    pid.saturating_sub(1)
+}
+
+/// A warp's thread name: `consumer1.w2 (CTA 17)`.
+pub fn warp_label(name: &str, cta: u32) -> String {
+    format!("{name} (CTA {cta})")
+}
+
+/// The warp name and CTA of a thread named by [`warp_label`].
+pub fn parse_warp_label(label: &str) -> Option<(&str, u32)> {
+    let (name, cta) = label.rsplit_once(" (CTA ")?;
+    Some((name, cta.strip_suffix(')')?.parse().ok()?))
+}
+
 /// An SM's event threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lane {
@@ -457,7 +473,7 @@ impl Tracer {
         if self.filter.level != Level::Summary && self.filter.sm(info.sm) {
             self.name_sm(info.sm);
             let (pid, tid) = (sm_pid(info.sm), Some(warp_tid(id)));
-            let label = format!("{} (CTA {})", info.name, info.cta);
+            let label = warp_label(&info.name, info.cta);
             self.meta("thread_name", pid, tid, json!({ "name": label }));
             self.meta("thread_sort_index", pid, tid, json!({ "sort_index": id }));
         }
@@ -848,6 +864,15 @@ mod tests {
         assert_eq!(phase("role `p`: program[0] setmaxnreg"), "program");
         assert_eq!(instruction("exit"), "exit");
         assert_eq!(phase("exit"), "program");
+    }
+
+    #[test]
+    fn warp_labels_read_back() {
+        let label = warp_label("consumer1.w2", 17);
+        assert_eq!(label, "consumer1.w2 (CTA 17)");
+        assert_eq!(parse_warp_label(&label), Some(("consumer1.w2", 17)));
+        assert_eq!(parse_warp_label("TMA"), None);
+        assert_eq!(pid_sm(sm_pid(5)), 5);
     }
 
     #[test]
