@@ -607,7 +607,7 @@ fn stall_bars(other: &Value) -> String {
     o
 }
 
-const CSS: &str = "body{font:14px system-ui,sans-serif;margin:20px;color:#222}\
+const CSS: &str = "body{font:14px sans-serif;margin:20px;color:#222}\
 table.summary th{text-align:left;padding-right:16px;vertical-align:top}\
 .legend span{display:inline-block;margin:2px 12px 2px 0}\
 .legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}\
