@@ -341,8 +341,10 @@ fn a_long_whole_gpu_run_at_summary_level_stays_small() {
 
 /// Writes the report of `trace` and returns the page's DOM after its script ran in a real
 /// browser (Debian's chromium, which the README's test command installs), in a 1280×800
-/// window; checks the page is self-contained and its script ran without error.
-fn rendered_report(trace: &std::path::Path, name: &str) -> String {
+/// window; checks the page is self-contained and its script ran without error. `driver` runs
+/// after the page's script: it drives the page with synthetic events and leaves what it saw in
+/// `out`, returned as JSON.
+fn rendered_report(trace: &std::path::Path, name: &str, driver: &str) -> (String, Value) {
     let page = scratch(&format!("{name}.html"));
     sim_ok(&[
         "report",
@@ -355,6 +357,12 @@ fn rendered_report(trace: &std::path::Path, name: &str) -> String {
         !html.contains("http://") && !html.contains("https://"),
         "self-contained"
     );
+    let driven = scratch(&format!("{name}-driven.html"));
+    let at = html.rfind("</body>").expect("the page ends its body");
+    let script = format!(
+        "<script>(function () {{ const out = {{}};\n{driver}\nconst pre = document.createElement('pre'); pre.id = 'driven'; pre.textContent = JSON.stringify(out); document.body.appendChild(pre); }})();</script>\n"
+    );
+    std::fs::write(&driven, format!("{}{script}{}", &html[..at], &html[at..])).unwrap();
     let profile = scratch(&format!("chromium-profile-{name}"));
     let out = Command::new("chromium")
         .args([
@@ -369,7 +377,7 @@ fn rendered_report(trace: &std::path::Path, name: &str) -> String {
             "--window-size=1280,800",
             &format!("--user-data-dir={}", profile.display()),
             "--dump-dom",
-            &format!("file://{}", page.display()),
+            &format!("file://{}", driven.display()),
         ])
         .output()
         .expect("chromium is installed (the README's test command installs it)");
@@ -380,25 +388,126 @@ fn rendered_report(trace: &std::path::Path, name: &str) -> String {
         &dom[..dom.len().min(500)]
     );
     assert!(!dom.contains("data-error=\""), "script error in the page");
-    dom
+    let text = dom
+        .split("<pre id=\"driven\">")
+        .nth(1)
+        .and_then(|s| s.split("</pre>").next())
+        .expect("the driver ran to its end")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&");
+    let seen = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    (dom, seen)
 }
 
-/// The report renders in a real browser without script errors.
+/// The drivers' helpers: the timeline's range, the pixel of a cycle and of a row, synthetic
+/// mouse events, a drag and a hover (the tooltip's text, null when hidden).
+const DRIVER: &str = r#"
+const c = document.getElementById('timeline'), tip = document.getElementById('tip');
+const range = () => [Number(c.dataset.from), Number(c.dataset.to)];
+const left = () => c.getBoundingClientRect().left + Number(c.dataset.plotLeft);
+const width = Number(c.dataset.plotWidth);
+// Whole pixels, as a pointer gives them.
+const xOf = (t) => { const [a, b] = range(); return Math.round(left() + (t - a) / (b - a) * width); };
+const cycleAt = (x) => { const [a, b] = range(); return a + (x - left()) / width * (b - a); };
+const yOf = (row) => c.getBoundingClientRect().top + Number(c.dataset.axis) + (row + 0.5) * Number(c.dataset.rowHeight);
+const mouse = (target, type, x, y) => target.dispatchEvent(new MouseEvent(type, { clientX: x, clientY: y, bubbles: true, cancelable: true }));
+const drag = (x0, y0, x1) => { mouse(c, 'mousedown', x0, y0); mouse(window, 'mousemove', x1, y0); mouse(window, 'mouseup', x1, y0); };
+const hover = (x, y) => { mouse(c, 'mousemove', x, y); return tip.hidden ? null : tip.textContent; };
+"#;
+
+/// The first instruction slice on `warp`'s thread (its thread name) that lasts at least `min`
+/// cycles and starts in the middle third of the run: (start, duration, the slice).
+fn slice_of<'a>(trace: &'a Value, warp: &str, min: u64) -> (u64, u64, &'a Value) {
+    let events = trace["traceEvents"].as_array().unwrap();
+    let tid = &events
+        .iter()
+        .find(|e| e["name"] == "thread_name" && e["args"]["name"] == warp)
+        .unwrap_or_else(|| panic!("no thread {warp}"))["tid"];
+    let end = trace["otherData"]["cycles"].as_u64().unwrap();
+    events
+        .iter()
+        .filter(|e| e["ph"] == "X" && &e["tid"] == tid && e["args"]["instruction"].is_string())
+        .map(|e| (cycles(e, "ts"), cycles(e, "dur"), e))
+        .find(|&(ts, dur, _)| dur >= min && ts > end / 3 && ts < 2 * end / 3)
+        .unwrap_or_else(|| panic!("no slice of {warp} of {min} cycles"))
+}
+
+/// The tooltip the timeline shows for an instruction slice of `warp`.
+fn slice_tip(warp: &str, (ts, dur, e): (u64, u64, &Value)) -> String {
+    format!(
+        "{warp}\n{}\n{}\nstate {} [{}]\nstart {} · {} cycles",
+        e["name"].as_str().unwrap(),
+        e["args"]["instruction"].as_str().unwrap(),
+        e["cat"].as_str().unwrap(),
+        e["args"]["ncu"].as_str().unwrap(),
+        grouped(ts),
+        grouped(dur)
+    )
+}
+
+/// FA3's report in a browser: the views are there; the timeline zooms (wheel, buttons, a range
+/// dragged along its axis), pans (a drag on the rows) and names the slice under the pointer;
+/// the units' small charts follow its range and average to the run's busy fractions; the
+/// mainloop view shows the middle of the 23 iterations of each consumer warpgroup, the second
+/// about half an iteration behind the first (ping-pong), with a GEMM's numbers on hover.
 #[test]
-fn the_report_renders_in_a_browser() {
-    let (_, _, trace) = traced("fa3_pingpong", "warps", &[]);
-    let dom = rendered_report(&trace, "fa3");
+fn the_report_zooms_pans_and_hovers_in_a_browser() {
+    let (run, trace, path) = traced("fa3_pingpong", "warps", &[]);
+    let target = slice_of(&trace, "consumer0.w0 (CTA 0)", 64);
+    let mid = target.0 + target.1 / 2;
+    // producer0.w0 to w3, then consumer0.w0.
+    let row = 4;
+    let driver = format!(
+        r#"{DRIVER}
+out.initial = range();
+const x = xOf({mid}), y = yOf({row});
+for (let i = 0; i < 10; i++) c.dispatchEvent(new WheelEvent('wheel', {{ deltaY: -100, clientX: x, clientY: y, bubbles: true, cancelable: true }}));
+const anchor = cycleAt(x);
+out.wheel = range();
+out.anchor = cycleAt(x) - anchor;
+out.tip = hover(xOf({mid}), y);
+out.outside = hover(left() - 50, y);
+out.before = range();
+drag(xOf({mid}), y, xOf({mid}) + 99);
+out.pan = range();
+document.getElementById('zoom-reset').click();
+out.reset = range();
+drag(left() + 99, c.getBoundingClientRect().top + 5, left() + 198);
+out.select = range();
+document.getElementById('zoom-out').click();
+out.zoomOut = range();
+const units = () => [...document.querySelectorAll('svg.unit')].map((s) => ({{ unit: s.dataset.unit, from: Number(s.dataset.from), to: Number(s.dataset.to), mean: Number(s.dataset.mean) }}));
+out.units = units();
+document.getElementById('zoom-in').click();
+out.zoomIn = range();
+document.getElementById('pan-right').click();
+out.panRight = range();
+c.dispatchEvent(new MouseEvent('dblclick', {{ bubbles: true }}));
+out.unitsWhole = units();
+out.wgs = [...document.querySelectorAll('#iteration g.wg')].map((g) => ({{ wg: g.dataset.wg, index: Number(g.dataset.index), count: Number(g.dataset.count), from: Number(g.dataset.from), to: Number(g.dataset.to), gemms: [...g.querySelectorAll('rect.gemm')].map((r) => Number(r.dataset.gemm)) }}));
+const gemm = document.querySelector('#iteration rect.gemm[data-gemm="1"]'), box = gemm.getBoundingClientRect();
+mouse(gemm, 'mousemove', box.left + box.width / 2, box.top + 4);
+out.gemmTip = tip.textContent;
+const chart = document.getElementById('iteration-chart');
+out.chart = [Number(chart.dataset.from), Number(chart.dataset.to)];
+document.getElementById('iteration-show').click();
+out.shown = range();
+"#
+    );
+    let (dom, seen) = rendered_report(&path, "fa3", &driver);
     for id in [
         "diagnosis",
         "sol",
         "roofline",
         "timeline",
+        "iteration",
         "stalls",
         "counters",
     ] {
         assert!(dom.contains(&format!("id=\"{id}\"")), "no #{id}");
     }
-    assert!(dom.matches("<rect").count() > 5, "stall bars drawn");
     // Ping-pong's two consumer warpgroups get their own bars under their role's.
     for row in ["consumer", "consumer0", "consumer1", "producer"] {
         assert!(
@@ -406,6 +515,198 @@ fn the_report_renders_in_a_browser() {
             "no stall bar for {row}"
         );
     }
+    assert!(dom.contains("The trace holds SM 0, the one SM the run used."));
+    let r = |k: &str| -> (f64, f64) {
+        let v = &seen[k];
+        (v[0].as_f64().unwrap(), v[1].as_f64().unwrap())
+    };
+    let end = run["cycles"].as_f64().unwrap();
+    assert_eq!(r("initial"), (0.0, end));
+    // Ten wheel steps of 100 zoom in by e^-0.2 each, about the pointer's cycle.
+    let (a, b) = r("wheel");
+    let span = end * (-2.0f64).exp();
+    assert!((b - a - span).abs() <= 2.0, "span {} against {span}", b - a);
+    let anchor = seen["anchor"].as_f64().unwrap();
+    assert!(
+        anchor.abs() < 1.0,
+        "the pointer's cycle moved {anchor} cycles"
+    );
+    assert_eq!(
+        seen["tip"].as_str(),
+        Some(slice_tip("consumer0.w0 (CTA 0)", target).as_str())
+    );
+    assert!(seen["outside"].is_null(), "no tooltip off the rows");
+    // Dragging the rows 99 px of 990 to the right shows a tenth of the range earlier.
+    let shift = r("before").0 - r("pan").0;
+    assert!((shift - span / 10.0).abs() <= 2.0, "panned {shift}");
+    assert_eq!(r("reset"), (0.0, end));
+    // Pixels 99 to 198 along the axis: the run's second tenth; then out and in around its
+    // middle, and a quarter of the range to the right.
+    let near =
+        |(a, b): (f64, f64), (x, y): (f64, f64)| (a - x).abs() <= 1.0 && (b - y).abs() <= 1.0;
+    assert!(
+        near(r("select"), (end / 10.0, end / 5.0)),
+        "{:?}",
+        r("select")
+    );
+    assert!(
+        near(r("zoomOut"), (end / 20.0, end / 4.0)),
+        "{:?}",
+        r("zoomOut")
+    );
+    assert!(
+        near(r("zoomIn"), (end / 10.0, end / 5.0)),
+        "{:?}",
+        r("zoomIn")
+    );
+    let quarter = end / 40.0;
+    assert!(near(
+        r("panRight"),
+        (end / 10.0 + quarter, end / 5.0 + quarter)
+    ));
+    // The unit charts share the timeline's range; over the whole run they average to the
+    // report's busy fractions.
+    let units = seen["units"].as_array().unwrap();
+    assert_eq!(units.len(), 8, "6 SM units, L2 and DRAM");
+    for u in units {
+        assert_eq!(u["from"].as_f64().unwrap(), r("zoomOut").0, "{u}");
+        assert_eq!(u["to"].as_f64().unwrap(), r("zoomOut").1, "{u}");
+    }
+    for u in seen["unitsWhole"].as_array().unwrap() {
+        let name = u["unit"].as_str().unwrap();
+        if let Some(busy) = run["units"][name]["busy"].as_f64() {
+            let mean = u["mean"].as_f64().unwrap();
+            assert!((mean - busy).abs() < 0.002, "{name}: {mean} against {busy}");
+        }
+    }
+    // One iteration of each consumer warpgroup: FA3's loop runs cdiv(4224, 176) - 1 = 23
+    // times, the middle one shown; two GEMMs each (S = Q Kᵀ, then O += P V); the second
+    // warpgroup about half an iteration behind the first.
+    let wgs = seen["wgs"].as_array().unwrap();
+    let names: Vec<&str> = wgs.iter().map(|w| w["wg"].as_str().unwrap()).collect();
+    assert_eq!(names, ["consumer0 (CTA 0)", "consumer1 (CTA 0)"]);
+    for w in wgs {
+        assert_eq!(
+            (w["index"].as_u64(), w["count"].as_u64()),
+            (Some(12), Some(23))
+        );
+        let gemms = w["gemms"].as_array().unwrap();
+        assert!(
+            gemms.contains(&1.into()) && gemms.contains(&2.into()),
+            "{w}"
+        );
+    }
+    let at = |w: usize, k: &str| wgs[w][k].as_f64().unwrap();
+    let lag = (at(1, "from") - at(0, "from")) / (at(0, "to") - at(0, "from"));
+    assert!(
+        (0.3..0.7).contains(&lag),
+        "consumer1 starts {lag} of an iteration later"
+    );
+    let gemm = seen["gemmTip"].as_str().unwrap();
+    assert!(
+        gemm.starts_with("consumer0 (CTA 0): GEMM 1 of iteration (wgmma group ")
+            && gemm.contains("\ncommitted at cycle ")
+            && gemm.contains(": role `consumer`: program[3] if.then[15] loop(i).body[4] wgmma.commit_group\nruns "),
+        "{gemm}"
+    );
+    assert_eq!(r("chart"), (at(0, "from"), at(1, "to")));
+    assert_eq!(r("shown"), r("chart"));
+}
+
+/// A whole-GPU report in a browser: the page says which SMs the trace holds and which of them
+/// ran the last wave, chooses the first of those, and its chooser switches the timeline, the
+/// mainloop view and the unit charts to another SM, with that SM's warps, CTAs and counters.
+#[test]
+fn the_reports_sm_chooser_switches_the_views_in_a_browser() {
+    // 4 waves of 132 CTAs, the last 116: SMs 112–115 run one of it, 116–119 do not.
+    let (run, trace, path) = traced(
+        "gemm",
+        "warps",
+        &["--set", "k=256", "--trace-sms", "112..120"],
+    );
+    let other = &trace["otherData"];
+    let int = |v: &Value| v.as_u64().unwrap();
+    let slots = int(&run["sms_total"]) * int(&run["ctas_per_sm"]);
+    let last_wave = (int(&run["waves"]) - 1) * slots;
+    let mut ctas: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for w in other["warps"].as_array().unwrap() {
+        let (sm, cta) = (int(&w["sm"]), int(&w["cta"]));
+        if (112..120).contains(&sm) && !ctas.get(&sm).is_some_and(|c| c.contains(&cta)) {
+            ctas.entry(sm).or_default().push(cta);
+        }
+    }
+    let ran_last = |sm: u64| ctas[&sm].iter().any(|&c| c >= last_wave);
+    assert_eq!(
+        (112..120).filter(|&sm| ran_last(sm)).collect::<Vec<_>>(),
+        [112, 113, 114, 115]
+    );
+    let cta = *ctas[&117].last().unwrap();
+    let warp = format!("consumer0.w0 (CTA {cta})");
+    let target = slice_of(&trace, &warp, 1000);
+    // The mean of SM 117's tensor samples over the run, each until the next.
+    let samples: Vec<(u64, f64)> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "C" && e["pid"] == 118)
+        .map(|e| (cycles(e, "ts"), e["args"]["tensor"].as_f64().unwrap()))
+        .collect();
+    let end = int(&run["cycles"]);
+    let tensor: f64 = samples
+        .iter()
+        .enumerate()
+        .map(|(i, &(t, v))| v * (samples.get(i + 1).map_or(end.max(t), |s| s.0) - t) as f64)
+        .sum::<f64>()
+        / end as f64;
+    let driver = format!(
+        r#"{DRIVER}
+const sm = document.getElementById('sm');
+out.options = [...sm.options].map((o) => [Number(o.dataset.sm), o.dataset.lastWave === 'true', o.textContent]);
+out.first = [sm.options[sm.selectedIndex].dataset.sm, c.dataset.sm, c.dataset.rows];
+sm.value = [...sm.options].findIndex((o) => o.dataset.sm === '117');
+sm.dispatchEvent(new Event('change'));
+out.chosen = [c.dataset.sm, c.dataset.rows];
+out.tip = hover(xOf({mid}), yOf(4));
+out.wg = document.querySelector('#iteration g.wg').dataset.wg;
+const tensor = document.querySelector('svg.unit[data-unit="tensor"]');
+out.tensor = [Number(tensor.dataset.mean), tensor.textContent];
+"#,
+        mid = target.0 + target.1 / 2
+    );
+    let (dom, seen) = rendered_report(&path, "gemm-sms", &driver);
+    assert!(
+        dom.contains("The trace holds SMs 112–119 of the 132 the run used"),
+        "names the SMs"
+    );
+    assert!(dom.contains(&format!(
+        "The last wave starts at CTA {last_wave}: SMs 112–115 ran a CTA of it."
+    )));
+    let options = seen["options"].as_array().unwrap();
+    assert_eq!(options.len(), 8);
+    for (o, sm) in options.iter().zip(112..) {
+        let list: Vec<String> = ctas[&sm].iter().map(|c| c.to_string()).collect();
+        let text = format!(
+            "SM {sm} · CTAs {}{}",
+            list.join(", "),
+            if ran_last(sm) { " · last wave" } else { "" }
+        );
+        assert_eq!(o, &serde_json::json!([sm, ran_last(sm), text]));
+    }
+    // 12 warps a CTA, one CTA at a time: 12 rows.
+    assert_eq!(seen["first"], serde_json::json!(["112", "112", "12"]));
+    assert_eq!(seen["chosen"], serde_json::json!(["117", "12"]));
+    assert_eq!(
+        seen["tip"].as_str(),
+        Some(slice_tip(&warp, target).as_str())
+    );
+    // Every CTA of SM 117 commits as many groups: its first.
+    assert_eq!(seen["wg"], format!("consumer0 (CTA {})", ctas[&117][0]));
+    let mean = seen["tensor"][0].as_f64().unwrap();
+    assert!((mean - tensor).abs() < 1e-3, "{mean} against {tensor}");
+    assert!(seen["tensor"][1]
+        .as_str()
+        .unwrap()
+        .starts_with("tensor SM 117"));
 }
 
 /// The first thing the report shows for gemm_ws is its diagnosis, with the run's own numbers:
@@ -415,7 +716,7 @@ fn the_report_renders_in_a_browser() {
 #[test]
 fn the_report_opens_on_the_diagnosis_in_a_browser() {
     let (run, _, trace) = traced("gemm_ws", "warps", &[]);
-    let dom = rendered_report(&trace, "gemm_ws");
+    let (dom, _) = rendered_report(&trace, "gemm_ws", "");
     let has = |needle: &str| assert!(dom.contains(needle), "no `{needle}` in the page");
     let at = |id: &str| dom.find(&format!("id=\"{id}\"")).unwrap_or(usize::MAX);
     assert!(

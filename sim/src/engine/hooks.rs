@@ -160,8 +160,12 @@ impl Engine<'_> {
                 warpgroup,
                 group,
             } => {
+                // The hook comes while the warp's pc is still at its `wgmma.commit_group`.
+                let w = &self.warps[warp as usize];
+                let paths = &self.k.roles[w.role as usize].paths;
+                let commit = paths.get(w.pc as usize).map_or("", String::as_str);
                 if let Some(t) = &mut self.tracer {
-                    t.wgmma_committed(warp, warpgroup, group, now);
+                    t.wgmma_committed(warp, warpgroup, group, now, commit);
                 }
             }
             Hook::WgmmaWaitReleased { warp, group } => {

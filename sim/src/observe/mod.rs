@@ -10,6 +10,7 @@ pub mod report;
 pub mod report_html;
 pub mod sanitizer;
 pub mod stalls;
+pub mod timeline;
 pub mod trace;
 pub mod trace_read;
 pub mod warp_state;

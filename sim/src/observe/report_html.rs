@@ -1,76 +1,22 @@
 //! `sim report TRACE -o page.html`: one self-contained HTML page (no network, no external
 //! scripts) that opens on the run's diagnosis (the verdict, each unit's speed of light, the
-//! roofline; `observe::diagnosis`), then the run's summary, a timeline of warp states per SM drawn on a canvas, a
-//! stacked stall breakdown per role and the unit counter tracks as hand-written SVG, and a
-//! legend. Long timelines are summarized into a fixed number of time buckets per row (each
-//! bucket coloured by its dominant state), and whole-GPU traces into one row per SM and role, so
-//! the page stays small and responsive whatever the trace's size.
+//! roofline; `observe::diagnosis`), then the run's summary, the SMs the trace holds with a
+//! chooser, and for the SM chosen a zoomable timeline of its warps' states (a canvas), one
+//! mainloop iteration of each warpgroup aligned on one axis, then the stall breakdown per role
+//! and warpgroup, and the units over time as small multiples. `observe::timeline` reads what the
+//! interactive views draw; `report.js` draws them.
 
+use crate::analytic::fmt::grouped;
 use crate::observe::diagnosis::{self, Diagnosis, Roofline};
 use crate::observe::stalls::{self as stall_rows, Row};
-use crate::observe::trace::{BUSY_UNITS as UNITS, EVENT_TID_BASE, GPU_PID};
-use crate::observe::trace_read::{self, ReadError, TraceEvent};
+use crate::observe::timeline::{Collector, Views, MAX_SLICES};
+use crate::observe::trace::EVENT_TID_BASE;
+use crate::observe::trace_read::{self, ReadError};
 use crate::observe::warp_state::State;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
-
-/// Time buckets per timeline row.
-const BUCKETS: usize = 800;
-/// Above this many warps, rows are (SM, role) aggregates.
-const MAX_WARP_ROWS: usize = 192;
-
-struct Timeline {
-    end: u64,
-    /// Row of each traced warp (by trace thread id).
-    row_of: BTreeMap<u32, usize>,
-    labels: Vec<String>,
-    /// Per row, per bucket, warp-cycles per state.
-    cells: Vec<Vec<[f32; State::COUNT]>>,
-}
-
-impl Timeline {
-    fn add(&mut self, row: usize, start: u64, end: u64, shares: &[(State, f64)]) {
-        let width = self.end.max(1) as f64 / BUCKETS as f64;
-        let first = ((start as f64 / width) as usize).min(BUCKETS - 1);
-        let last = (((end.max(start + 1) - 1) as f64 / width) as usize).min(BUCKETS - 1);
-        for b in first..=last {
-            let lo = (b as f64 * width).max(start as f64);
-            let hi = ((b + 1) as f64 * width).min(end as f64);
-            if hi > lo {
-                for &(s, share) in shares {
-                    self.cells[row][b][s as usize] += ((hi - lo) * share) as f32;
-                }
-            }
-        }
-    }
-
-    /// Each row as one character per bucket: the dominant state's index in base 36, or `.`.
-    fn encoded(&self) -> Vec<String> {
-        self.cells
-            .iter()
-            .map(|row| {
-                row.iter()
-                    .map(|c| {
-                        let (i, v) = c.iter().enumerate().fold((0, 0.0f32), |m, (i, &v)| {
-                            if v > m.1 {
-                                (i, v)
-                            } else {
-                                m
-                            }
-                        });
-                        if v > 0.0 {
-                            std::char::from_digit(i as u32, 36).unwrap_or('.')
-                        } else {
-                            '.'
-                        }
-                    })
-                    .collect()
-            })
-            .collect()
-    }
-}
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -79,97 +25,21 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// The state shares of a warp's slice: its `args.states` breakdown when merged, else all its
-/// state (its `cat`).
-fn shares(e: &TraceEvent) -> Vec<(State, f64)> {
-    let dur = e.dur.unwrap_or(0).max(1) as f64;
-    match e.args.get("states").and_then(Value::as_object) {
-        Some(m) => m
-            .iter()
-            .filter_map(|(k, v)| Some((State::from_name(k)?, v.as_f64()? / dur)))
-            .collect(),
-        None => State::from_name(&e.cat)
-            .map(|s| vec![(s, 1.0)])
-            .unwrap_or_default(),
-    }
-}
-
 /// Builds the page for the trace at `path`.
 pub fn build(path: &Path) -> Result<String, ReadError> {
-    // Pass 1: the summary (at the end of the file) gives the time range and the warps.
-    let other = trace_read::read(path, |_| {})?;
-    let report = &other["report"];
-    let end = other["cycles"].as_u64().unwrap_or(1).max(1);
-    // Only the warps the trace holds slices for (a whole-GPU trace may hold a few SMs).
-    let sms = other["filter"]["sms"]
-        .as_array()
-        .and_then(|r| Some(r.first()?.as_u64()?..r.get(1)?.as_u64()?));
-    let warps: Vec<&Value> = other["warps"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|w| {
-            sms.as_ref()
-                .is_none_or(|r| r.contains(&w["sm"].as_u64().unwrap_or(0)))
-        })
-        .collect();
-    let mut tl = Timeline {
-        end,
-        row_of: BTreeMap::new(),
-        labels: Vec::new(),
-        cells: Vec::new(),
-    };
-    let per_warp = warps.len() <= MAX_WARP_ROWS;
-    let mut groups: BTreeMap<(u64, String), usize> = BTreeMap::new();
-    for w in &warps {
-        let tid = w["tid"].as_u64().unwrap_or(0) as u32;
-        let sm = w["sm"].as_u64().unwrap_or(0);
-        let role = w["role"].as_str().unwrap_or("?").to_string();
-        let row = if per_warp {
-            tl.labels.push(format!(
-                "SM {sm} · {} · CTA {}",
-                w["name"].as_str().unwrap_or("?"),
-                w["cta"]
-            ));
-            tl.labels.len() - 1
-        } else {
-            let next = groups.len();
-            *groups.entry((sm, role.clone())).or_insert_with(|| {
-                tl.labels.push(format!("SM {sm} · {role} (all warps)"));
-                next
-            })
-        };
-        tl.row_of.insert(tid, row);
-    }
-    tl.cells = vec![vec![[0.0; State::COUNT]; BUCKETS]; tl.labels.len()];
-
-    // Pass 2: slices into timeline buckets, counters into series.
-    let mut busy: BTreeMap<u64, (f64, [f64; UNITS.len()])> = BTreeMap::new();
-    let mut bandwidth: Vec<(u64, f64, f64)> = Vec::new();
+    // One pass: the views' slices, groups and counters, the instants per name, and the summary
+    // at the end of the file.
+    let mut collector = Collector::default();
     let mut events: BTreeMap<String, u64> = BTreeMap::new();
-    trace_read::read(path, |e| match e.ph.as_str() {
-        "X" if e.tid >= EVENT_TID_BASE => *events.entry(e.name).or_default() += 1,
-        "X" => {
-            if let Some(&row) = tl.row_of.get(&e.tid) {
-                let sh = shares(&e);
-                tl.add(row, e.ts, e.ts + e.dur.unwrap_or(0), &sh);
-            }
+    let other = trace_read::read(path, |e| {
+        if e.ph == "X" && e.tid >= EVENT_TID_BASE {
+            *events.entry(e.name).or_default() += 1;
+        } else {
+            collector.add(e);
         }
-        "C" if e.pid == GPU_PID => bandwidth.push((
-            e.ts,
-            e.args["l2_bytes_per_cycle"].as_f64().unwrap_or(0.0),
-            e.args["dram_bytes_per_cycle"].as_f64().unwrap_or(0.0),
-        )),
-        "C" => {
-            let slot = busy.entry(e.ts).or_insert((0.0, [0.0; UNITS.len()]));
-            slot.0 += 1.0;
-            for (i, k) in UNITS.iter().enumerate() {
-                slot.1[i] += e.args[*k].as_f64().unwrap_or(0.0);
-            }
-        }
-        _ => {}
     })?;
-
+    let views = collector.finish(&other);
+    let report = &other["report"];
     let mut html = String::new();
     let title = format!(
         "{} on {}",
@@ -188,22 +58,14 @@ pub fn build(path: &Path) -> Result<String, ReadError> {
     }
     html.push_str(&summary(report, &other, &events));
     html.push_str(&legend());
-    let _ = write!(
-        html,
-        "<h2>Timeline</h2><p class=\"note\">{} rows, {BUCKETS} time buckets over {} cycles; each bucket shows its dominant state.</p>\n<canvas id=\"timeline\" width=\"1200\" height=\"{}\"></canvas>\n",
-        tl.labels.len(),
-        end,
-        (tl.labels.len() * 9 + 20).max(40)
-    );
+    html.push_str(&sm_chooser(&views, report));
+    html.push_str(&timeline_section(&views));
     html.push_str(&stall_bars(&other));
-    html.push_str(&counter_chart(&busy, &bandwidth, end));
-    let data = json!({
-        "colors": State::ALL.iter().map(|s| s.color()).collect::<Vec<_>>(),
-        "names": State::ALL.iter().map(|s| s.name()).collect::<Vec<_>>(),
-        "labels": tl.labels,
-        "rows": tl.encoded(),
-        "end": end,
-    });
+    html.push_str("<h2>Units over time</h2>\n<p class=\"note\">One chart per unit of the SM chosen, its busy fraction (0 to 100%) per counter sample, then L2 and DRAM GPU-wide in bytes per cycle against the preset's peak; over the timeline's cycles, so zooming or panning it moves them. Hover for a sample's value.</p>\n<div id=\"counters\"></div>\n<div id=\"tip\" class=\"tip\" hidden></div>\n");
+    let mut data = views.data;
+    data["colors"] = json!(State::ALL.iter().map(|s| s.color()).collect::<Vec<_>>());
+    data["names"] = json!(State::ALL.iter().map(|s| s.name()).collect::<Vec<_>>());
+    data["ncu"] = json!(State::ALL.iter().map(|s| s.ncu()).collect::<Vec<_>>());
     let _ = write!(
         html,
         "<script>\nconst DATA = {};\n{}</script>\n</body></html>\n",
@@ -211,6 +73,96 @@ pub fn build(path: &Path) -> Result<String, ReadError> {
         SCRIPT
     );
     Ok(html)
+}
+
+/// `0–7, 12`: runs of consecutive numbers.
+fn ranges(v: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+            j += 1;
+        }
+        out.push(match j - i {
+            0 => v[i].to_string(),
+            _ => format!("{}–{}", v[i], v[j]),
+        });
+        i = j + 1;
+    }
+    out.join(", ")
+}
+
+/// Which SMs the trace holds, which of them ran the last wave, and the chooser of the SM the
+/// views show (by default the first SM that ran the last wave, else the first).
+fn sm_chooser(views: &Views, report: &Value) -> String {
+    let sms: Vec<u32> = views.sms.iter().map(|s| s.sm).collect();
+    let used = report["sms"].as_u64().unwrap_or(0);
+    let mut note = match sms.len() {
+        0 => "The trace holds no SM's slices or counters.".to_string(),
+        1 if used == 1 => format!("The trace holds SM {}, the one SM the run used.", sms[0]),
+        n => format!(
+            "The trace holds SM{} {} of the {used} the run used (<code>sim run --trace-sms</code> chooses them).",
+            if n == 1 { "" } else { "s" },
+            ranges(&sms)
+        ),
+    };
+    if let Some(first) = views.last_wave {
+        let last: Vec<u32> = views
+            .sms
+            .iter()
+            .filter(|s| s.last_wave)
+            .map(|s| s.sm)
+            .collect();
+        let _ = write!(
+            note,
+            " The last wave starts at CTA {}: {}.",
+            grouped(first),
+            match last.len() {
+                0 => "none of these SMs ran it".to_string(),
+                n if n == sms.len() => "every one of these SMs ran a CTA of it".to_string(),
+                _ => format!("SMs {} ran a CTA of it", ranges(&last)),
+            }
+        );
+    }
+    let chosen = views.sms.iter().position(|s| s.last_wave).unwrap_or(0);
+    let mut o = format!("<h2>SMs</h2>\n<p class=\"note\" id=\"sms-note\">{note}</p>\n<p><label>SM shown <select id=\"sm\">");
+    for (i, s) in views.sms.iter().enumerate() {
+        // Enough CTAs to tell the SMs apart; the count says how many more.
+        let shown: Vec<String> = s.ctas.iter().take(6).map(|c| c.to_string()).collect();
+        let more = s.ctas.len().saturating_sub(shown.len());
+        let _ = write!(
+            o,
+            "<option value=\"{i}\" data-sm=\"{}\" data-last-wave=\"{}\"{}>SM {} · CTA{} {}{}{}</option>",
+            s.sm,
+            s.last_wave,
+            if i == chosen { " selected" } else { "" },
+            s.sm,
+            if s.ctas.len() == 1 { "" } else { "s" },
+            shown.join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() },
+            if s.last_wave { " · last wave" } else { "" }
+        );
+    }
+    o.push_str("</select></label></p>\n");
+    o
+}
+
+/// The timeline's canvas and controls, and the mainloop iteration's place.
+fn timeline_section(views: &Views) -> String {
+    let merged = if views.quantum > 0 {
+        format!(
+            " To keep the page under {} slices, runs of slices shorter than {} cycles are merged ({} slices remain).",
+            grouped(MAX_SLICES as u64),
+            grouped(views.quantum),
+            grouped(views.slices as u64)
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "<h2>Timeline</h2>\n<p class=\"note\">The traced warps of the SM shown, a row per warp (a CTA after it on the SM takes the row over), each pixel in the state that holds most of its cycles.{merged} Wheel or + and − to zoom, drag the rows to pan, drag along the axis (or Shift+drag) to zoom into a range, double-click for the whole run; hover for a slice's warp, instruction or states, start and duration.</p>\n<p class=\"controls\"><button id=\"zoom-in\">+</button><button id=\"zoom-out\">−</button><button id=\"pan-left\">←</button><button id=\"pan-right\">→</button><button id=\"zoom-reset\">whole run</button> <span id=\"range\"></span></p>\n<canvas id=\"timeline\" width=\"1200\" height=\"40\"></canvas>\n<h2>One mainloop iteration per warpgroup</h2>\n<p class=\"note\">The warpgroups of the SM's CTA with the most wgmma groups, each in the same iteration of the loop that commits most of its groups: the one nearest the middle of the run among those of typical length (at most 5/4 of the median), from its first group's commit to the next iteration's. A bar per wgmma group (GEMM 1, 2, … in the iteration's order) from when the tensor pipe can start it (its commit, or the warpgroup's group before it done) to its completion; under it warp 0's states. Ping-pong shows as one warpgroup's math beside the other's GEMMs, as in the FlashAttention-3 paper's figure. Hover for the numbers.</p>\n<div id=\"iteration\"></div>\n"
+    )
 }
 
 fn summary(report: &Value, other: &Value, instants: &BTreeMap<String, u64>) -> String {
@@ -655,77 +607,7 @@ fn stall_bars(other: &Value) -> String {
     o
 }
 
-/// Unit busy fractions averaged over SMs, and GPU bandwidths, over time (SVG).
-fn counter_chart(
-    busy: &BTreeMap<u64, (f64, [f64; UNITS.len()])>,
-    bw: &[(u64, f64, f64)],
-    end: u64,
-) -> String {
-    let (w, h) = (1000.0, 160.0);
-    let x = |t: u64| 40.0 + w * t as f64 / end.max(1) as f64;
-    let mut o = format!(
-        "<h2>Units over time</h2>\n<svg id=\"counters\" width=\"{}\" height=\"{}\" role=\"img\">\n<rect x=\"40\" y=\"10\" width=\"{w}\" height=\"{h}\" fill=\"none\" stroke=\"#999\"/>\n<text x=\"0\" y=\"16\">100%</text><text x=\"0\" y=\"{}\">0%</text>\n",
-        w + 60.0,
-        h + 60.0,
-        h + 10.0
-    );
-    // Unit colours, kept apart from the state palette of the timeline and legend.
-    let colors = [
-        "#000000", "#3f51b5", "#9c27b0", "#ff7043", "#607d8b", "#827717",
-    ];
-    for (k, name) in UNITS.iter().enumerate() {
-        let pts: Vec<String> = busy
-            .iter()
-            .map(|(&t, (n, v))| format!("{:.1},{:.1}", x(t), 10.0 + h * (1.0 - v[k] / n.max(1.0))))
-            .collect();
-        if pts.len() > 1 {
-            let _ = writeln!(
-                o,
-                "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"><title>{name}</title></polyline>",
-                colors[k],
-                pts.join(" ")
-            );
-        }
-        let _ = writeln!(
-            o,
-            "<text x=\"{}\" y=\"{}\" fill=\"{}\">{name}</text>",
-            40.0 + k as f64 * 90.0,
-            h + 30.0,
-            colors[k]
-        );
-    }
-    let peak = bw.iter().map(|b| b.1.max(b.2)).fold(0.0, f64::max);
-    if peak > 0.0 {
-        for (i, (name, color)) in [("L2 B/cycle", "#9e9d24"), ("DRAM B/cycle", "#c62828")]
-            .iter()
-            .enumerate()
-        {
-            let pts: Vec<String> = bw
-                .iter()
-                .map(|b| {
-                    let v = if i == 0 { b.1 } else { b.2 };
-                    format!("{:.1},{:.1}", x(b.0), 10.0 + h * (1.0 - v / peak))
-                })
-                .collect();
-            let _ = writeln!(
-                o,
-                "<polyline fill=\"none\" stroke=\"{color}\" stroke-dasharray=\"4 2\" points=\"{}\"><title>{name} (peak {peak:.0})</title></polyline>",
-                pts.join(" ")
-            );
-            let _ = writeln!(
-                o,
-                "<text x=\"{}\" y=\"{}\" fill=\"{color}\">{name} (100% = {peak:.0})</text>",
-                // After the unit names, one per 90 px.
-                40.0 + (UNITS.len() + 2 * i) as f64 * 90.0,
-                h + 30.0
-            );
-        }
-    }
-    o.push_str("</svg>\n");
-    o
-}
-
-const CSS: &str = "body{font:14px system-ui,sans-serif;margin:20px;color:#222}\
+const CSS: &str = "body{font:14px sans-serif;margin:20px;color:#222}\
 table.summary th{text-align:left;padding-right:16px;vertical-align:top}\
 .legend span{display:inline-block;margin:2px 12px 2px 0}\
 .legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}\
@@ -733,37 +615,14 @@ table.summary th{text-align:left;padding-right:16px;vertical-align:top}\
 svg text.axis{fill:#666;font-size:11px}.verdict{font-size:16px;font-weight:600;max-width:1100px}\
 .panels{display:flex;flex-wrap:wrap;gap:24px}figure{margin:0}figcaption{font-weight:600;margin-bottom:4px}\
 .panels .note{max-width:480px;font-size:12px}table.findings{max-width:1100px;margin-top:8px}\
-table.findings th{text-align:left;padding-right:16px;vertical-align:top;white-space:nowrap}";
+table.findings th{text-align:left;padding-right:16px;vertical-align:top;white-space:nowrap}\
+.controls button{min-width:32px;margin-right:4px}#timeline{cursor:grab}svg.unit{display:block}\
+.tip{position:fixed;z-index:10;background:#fff;border:1px solid #999;padding:4px 6px;font-size:12px;\
+white-space:pre-line;max-width:640px;pointer-events:none;box-shadow:1px 1px 4px rgba(0,0,0,.2)}";
 
-/// Draws the timeline rows; marks the page rendered (or the error) and where the diagnosis'
-/// charts end, for headless checks.
-const SCRIPT: &str = r#"window.onerror = function (m) { document.body.setAttribute('data-error', String(m)); };
-(function () {
-  const c = document.getElementById('timeline');
-  const g = c.getContext('2d');
-  const label = 220, rowH = 9, n = DATA.rows.length ? DATA.rows[0].length : 0;
-  const cw = (c.width - label) / Math.max(n, 1);
-  g.font = '9px sans-serif';
-  DATA.rows.forEach(function (row, r) {
-    const y = 10 + r * rowH;
-    g.fillStyle = '#333';
-    g.fillText(DATA.labels[r], 2, y + 7);
-    for (let b = 0; b < row.length; b++) {
-      const ch = row[b];
-      if (ch === '.') continue;
-      g.fillStyle = DATA.colors[parseInt(ch, 36)];
-      g.fillRect(label + b * cw, y, Math.ceil(cw), rowH - 1);
-    }
-  });
-  // Where the diagnosis' charts end on the page, for the test that they fit the first screen.
-  const panels = document.querySelector('#diagnosis .panels');
-  if (panels) {
-    const r = panels.getBoundingClientRect();
-    document.body.setAttribute('data-panels-bottom', String(Math.round(r.bottom + window.scrollY)));
-  }
-  document.body.setAttribute('data-rendered', 'ok');
-})();
-"#;
+/// Draws the interactive views; marks the page rendered (or the error) and where the
+/// diagnosis' charts end, for headless checks.
+const SCRIPT: &str = include_str!("report.js");
 
 #[cfg(test)]
 mod tests {

@@ -78,6 +78,22 @@ pub fn warp_tid(id: u32) -> u32 {
     id + 1
 }
 
+/// The SM whose tracks are process `pid` ([`sm_pid`]'s inverse; not for [`GPU_PID`]).
+pub fn pid_sm(pid: u32) -> u32 {
+    pid.saturating_sub(1)
+}
+
+/// A warp's thread name: `consumer1.w2 (CTA 17)`.
+pub fn warp_label(name: &str, cta: u32) -> String {
+    format!("{name} (CTA {cta})")
+}
+
+/// The warp name and CTA of a thread named by [`warp_label`].
+pub fn parse_warp_label(label: &str) -> Option<(&str, u32)> {
+    let (name, cta) = label.rsplit_once(" (CTA ")?;
+    Some((name, cta.strip_suffix(')')?.parse().ok()?))
+}
+
 /// An SM's event threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lane {
@@ -255,13 +271,24 @@ struct WarpTrack {
     commits: VecDeque<(u64, u64)>,
 }
 
-/// A warpgroup's wgmma groups: HGMMAs completed, the last group opened, and the open ones
-/// (HGMMA count that closes it, the cycle of its first commit, its SM).
+/// An open wgmma group: the HGMMA count that closes it, the cycle of its first commit, its SM,
+/// and the warp and `wgmma.commit_group` (its path) of that commit.
+#[derive(Clone, Debug)]
+struct OpenGroup {
+    closed_by: u64,
+    at: u64,
+    sm: u32,
+    /// The committing warp.
+    warp: u32,
+    commit: String,
+}
+
+/// A warpgroup's wgmma groups: HGMMAs completed, the last group opened, and the open ones.
 #[derive(Clone, Debug, Default)]
 struct Groups {
     completed: u64,
     last: u64,
-    open: VecDeque<(u64, u64, u32)>,
+    open: VecDeque<OpenGroup>,
 }
 
 /// Where the events go: the temporary file, gzip-compressed when the trace's name ends in `.gz`.
@@ -449,7 +476,7 @@ impl Tracer {
         if self.filter.level != Level::Summary && self.filter.sm(info.sm) {
             self.name_sm(info.sm);
             let (pid, tid) = (sm_pid(info.sm), Some(warp_tid(id)));
-            let label = format!("{} (CTA {})", info.name, info.cta);
+            let label = warp_label(&info.name, info.cta);
             self.meta("thread_name", pid, tid, json!({ "name": label }));
             self.meta("thread_sort_index", pid, tid, json!({ "sort_index": id }));
         }
@@ -664,14 +691,28 @@ impl Tracer {
         });
     }
 
-    /// Warp `warp` of `warpgroup` committed a wgmma group that its `group`-th HGMMA closes.
-    pub fn wgmma_committed(&mut self, warp: u32, warpgroup: u32, group: u64, at: u64) {
+    /// Warp `warp` of `warpgroup` committed a wgmma group that its `group`-th HGMMA closes, at
+    /// the instruction `commit` (its path).
+    pub fn wgmma_committed(
+        &mut self,
+        warp: u32,
+        warpgroup: u32,
+        group: u64,
+        at: u64,
+        commit: &str,
+    ) {
         self.track(warp).commits.push_back((group, at));
         let sm = self.warps[warp as usize].info.sm;
         let g = self.groups.entry(warpgroup).or_default();
         if group > g.last.max(g.completed) {
             g.last = group;
-            g.open.push_back((group, at, sm));
+            g.open.push_back(OpenGroup {
+                closed_by: group,
+                at,
+                sm,
+                warp,
+                commit: commit.to_string(),
+            });
         }
     }
 
@@ -707,14 +748,20 @@ impl Tracer {
         g.completed += 1;
         let done = g.completed;
         let mut closed = Vec::new();
-        while g.open.front().is_some_and(|&(n, _, _)| n <= done) {
+        while g.open.front().is_some_and(|o| o.closed_by <= done) {
             closed.extend(g.open.pop_front());
         }
-        for (_, from, sm) in closed {
-            if self.filter.shows(sm, from) && self.filter.shows(sm, at) {
-                let tid = event_tid(sm, Lane::Barriers);
-                let args = json!({ "warpgroup": warpgroup });
-                self.span("wgmma", "wgmma group", (sm_pid(sm), tid), from..at, args);
+        for o in closed {
+            if self.filter.shows(o.sm, o.at) && self.filter.shows(o.sm, at) {
+                let tid = event_tid(o.sm, Lane::Barriers);
+                // Which warps' group it is, and the commit that tells a loop's iterations apart
+                // (`sim report`'s mainloop view).
+                let args = json!({
+                    "warpgroup": warpgroup,
+                    "tid": warp_tid(o.warp),
+                    "commit": o.commit,
+                });
+                self.span("wgmma", "wgmma group", (sm_pid(o.sm), tid), o.at..at, args);
             }
         }
     }
@@ -820,6 +867,15 @@ mod tests {
         assert_eq!(phase("role `p`: program[0] setmaxnreg"), "program");
         assert_eq!(instruction("exit"), "exit");
         assert_eq!(phase("exit"), "program");
+    }
+
+    #[test]
+    fn warp_labels_read_back() {
+        let label = warp_label("consumer1.w2", 17);
+        assert_eq!(label, "consumer1.w2 (CTA 17)");
+        assert_eq!(parse_warp_label(&label), Some(("consumer1.w2", 17)));
+        assert_eq!(parse_warp_label("TMA"), None);
+        assert_eq!(pid_sm(sm_pid(5)), 5);
     }
 
     #[test]

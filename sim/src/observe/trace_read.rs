@@ -26,6 +26,9 @@ pub struct TraceEvent {
     pub pid: u32,
     #[serde(default)]
     pub tid: u32,
+    /// Pairs an async slice's `b` and `e`.
+    #[serde(default)]
+    pub id: Option<u64>,
     #[serde(default)]
     pub args: Value,
 }
