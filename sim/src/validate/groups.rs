@@ -239,9 +239,10 @@ pub(super) const GROUPS: &[Group] = &[
                11%, but calibration/attention.ron's warpgroups without ping-pong barriers then \
                alternate by themselves and ping-pong gains nothing (2,803 cycles a block \
                against 2,805; 1.14x now, the FA3 paper 1.09-1.12x). fa3.cu without the \
-               barriers settles differently from run to run (2,092 to 3,112 cycles a block in \
-               six runs, with them 2,754 in every run): what decides it is not yet known, so \
-               the per-warpgroup window stays",
+               barriers settles differently from run to run at 1 CTA (2,088 to 3,551 cycles a \
+               block in ten runs, with them 2,754 in every run; on 132 SMs 2,564-2,573 \
+               against 2,753): what decides it is not yet known, so the per-warpgroup window \
+               stays",
     },
     Group {
         name: "fa3",
