@@ -391,21 +391,30 @@ pub fn lane_addresses(
     limit: u64,
     width: u32,
     what: &'static str,
-) -> Result<Vec<u64>, LaneError> {
-    let mut out = Vec::with_capacity(WARP_SIZE as usize);
-    let result = (0..WARP_SIZE as i64).try_for_each(|lane| {
-        env[slot::LANE as usize] = lane;
-        let a = addr.eval(env)?;
+) -> Result<[u64; WARP_SIZE as usize], LaneError> {
+    let mut out = [0; WARP_SIZE as usize];
+    let in_range = |lane: usize, a: i64| {
         if a < 0 || a as u64 + width as u64 > limit {
             return Err(LaneError::OutOfRange {
-                lane,
+                lane: lane as i64,
                 start: a,
                 end: a.saturating_add(width as i64),
                 what,
                 limit,
             });
         }
-        out.push(base + a as u64);
+        Ok(base + a as u64)
+    };
+    if let Some(values) = addr.eval_lanes(env, slot::LANE) {
+        for (lane, (o, a)) in out.iter_mut().zip(values).enumerate() {
+            *o = in_range(lane, a)?;
+        }
+        return Ok(out);
+    }
+    // Lane by lane: the first failing lane's error.
+    let result = out.iter_mut().enumerate().try_for_each(|(lane, o)| {
+        env[slot::LANE as usize] = lane as i64;
+        *o = in_range(lane, addr.eval(env)?)?;
         Ok(())
     });
     env[slot::LANE as usize] = 0;

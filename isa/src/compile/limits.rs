@@ -37,6 +37,8 @@ pub const MAX_GRID: i64 = 1 << 18;
 pub const MAX_OPS: usize = 1 << 20;
 /// The largest loop trip count.
 pub const MAX_TRIPS: i64 = 1 << 32;
+/// The most dimensions of a tensor or a buffer slot (TMA's rank limit).
+pub const MAX_RANK: usize = 5;
 
 /// The largest mbarrier arrival count (PTX: 2^20 - 1).
 pub(super) const MAX_ARRIVALS: i64 = (1 << 20) - 1;

@@ -20,7 +20,7 @@ mod shapes;
 #[cfg(test)]
 mod tests;
 
-pub use limits::{Limits, MAX_GRID, MAX_LIVE, MAX_OPS, MAX_TRIPS};
+pub use limits::{Limits, MAX_GRID, MAX_LIVE, MAX_OPS, MAX_RANK, MAX_TRIPS};
 
 use crate::diag::Diagnostic;
 use crate::program::{self, Op};

@@ -3,6 +3,7 @@
 
 use super::names::Names;
 use super::Compiler;
+use super::MAX_RANK;
 use crate::diag::Diagnostic;
 use crate::expr::Code;
 use crate::program::SlotRef;
@@ -26,12 +27,15 @@ pub(super) struct WgmmaShape {
 }
 
 impl Compiler<'_> {
-    /// A tensor's or buffer slot's shape: 1 to 5 dimensions (TMA's rank limit), each positive.
+    /// A tensor's or buffer slot's shape: 1 to `MAX_RANK` dimensions, each positive.
     pub(super) fn shape(&self, dims: &[Expr], path: &str) -> Result<Vec<u64>, Diagnostic> {
-        if dims.is_empty() || dims.len() > 5 {
+        if dims.is_empty() || dims.len() > MAX_RANK {
             return Err(Diagnostic::new(
                 self.file,
-                format!("a shape has 1 to 5 dimensions, this one has {}", dims.len()),
+                format!(
+                    "a shape has 1 to {MAX_RANK} dimensions, this one has {}",
+                    dims.len()
+                ),
             )
             .in_path(path));
         }

@@ -21,22 +21,13 @@ pub enum EvalError {
 /// so evaluation never allocates.
 pub const MAX_DEPTH: usize = 32;
 
-/// A fixed-size evaluation stack.
-struct Stack {
-    v: [i64; MAX_DEPTH],
+/// A fixed-size evaluation stack of `N` values.
+struct Stack<const N: usize> {
+    v: [i64; N],
     n: usize,
 }
 
-impl Default for Stack {
-    fn default() -> Self {
-        Stack {
-            v: [0; MAX_DEPTH],
-            n: 0,
-        }
-    }
-}
-
-impl Stack {
+impl<const N: usize> Stack<N> {
     fn push(&mut self, x: i64) -> Result<(), EvalError> {
         *self.v.get_mut(self.n).ok_or(EvalError::TooDeep)? = x;
         self.n += 1;
@@ -48,13 +39,33 @@ impl Stack {
     }
 }
 
+/// Codes of at most this many nodes run on a stack of this depth (no code pushes more values
+/// than it has nodes): most expressions are that short, and a small stack is cheap to set up.
+const SHORT: usize = 8;
+
 impl Code {
     /// The value with run-time variables read from `env`, indexed by slot.
     pub fn eval(&self, env: &[i64]) -> Result<i64, EvalError> {
-        if let [Node::Const(v)] = self.nodes.as_slice() {
-            return Ok(*v);
+        // One operator on two operands (`j % stages`): no stack.
+        let operand = |n: &Node| match *n {
+            Node::Const(v) => Some(v),
+            Node::Slot(s) => Some(env[s as usize]),
+            _ => None,
+        };
+        if let [a, b, Node::Bin(op)] = self.nodes.as_slice() {
+            if let (Some(a), Some(b)) = (operand(a), operand(b)) {
+                return apply(*op, a, b);
+            }
         }
-        let mut stack = Stack::default();
+        match self.nodes.as_slice() {
+            [Node::Const(v)] => Ok(*v),
+            nodes if nodes.len() <= SHORT => self.run::<SHORT>(env),
+            _ => self.run::<MAX_DEPTH>(env),
+        }
+    }
+
+    fn run<const N: usize>(&self, env: &[i64]) -> Result<i64, EvalError> {
+        let mut stack = Stack::<N> { v: [0; N], n: 0 };
         let mut pc = 0;
         while let Some(node) = self.nodes.get(pc) {
             pc += 1;
@@ -95,7 +106,8 @@ impl Code {
     }
 }
 
-fn apply(op: BinOp, a: i64, b: i64) -> Result<i64, EvalError> {
+#[inline]
+pub(super) fn apply(op: BinOp, a: i64, b: i64) -> Result<i64, EvalError> {
     use BinOp::*;
     let checked = |v: Option<i64>| v.ok_or(EvalError::Overflow);
     Ok(match op {

@@ -7,10 +7,12 @@
 //!
 //! - [`parser`]: text to an [`Ast`] (nom);
 //! - [`code`]: an [`Ast`] with its names resolved to postfix [`Code`], constants folded;
-//! - [`eval`]: running [`Code`] on a warp's variables, without allocating.
+//! - [`eval`]: running [`Code`] on a warp's variables, without allocating;
+//! - [`lanes`]: running a per-lane [`Code`] for a whole warp at once.
 
 mod code;
 mod eval;
+mod lanes;
 mod parser;
 #[cfg(test)]
 mod tests;

@@ -167,3 +167,50 @@ fn folding_a_deep_constant_that_fails_is_not_a_panic() {
         "the expression is nested too deeply (more than 32 pending operands)"
     );
 }
+
+#[test]
+fn a_warp_at_once_matches_lane_by_lane() {
+    // Slots: 0 lane, 1 row, 2 n.
+    let compile = |text: &str| {
+        Code::compile(&parse(text).unwrap(), &mut |n| {
+            ["lane", "row", "n"]
+                .iter()
+                .position(|k| *k == n)
+                .map(|i| Binding::Slot(i as u16))
+        })
+        .unwrap()
+    };
+    let by_lane = |code: &Code, env: &mut [i64]| -> Result<Vec<i64>, EvalError> {
+        (0..32)
+            .map(|l| {
+                env[0] = l;
+                code.eval(env)
+            })
+            .collect()
+    };
+    let mut env = [0, 7, 4096];
+    for text in [
+        "((row * 64 + (lane * 8) / 256) * n + (lane * 8) % 256) * 2",
+        "row * n + 5",
+        "lane",
+        "-lane + !lane + ~row",
+        "row > 3 ? lane * 2 : lane + 1",
+        "(lane + 1) * (lane + 2) * (lane + 3) * (lane + 4) * (lane + 5)",
+        "min(lane, 9) - max(lane % 3, row) + cdiv(lane, 5) + (lane << 2) + (n >> lane % 4)",
+    ] {
+        let code = compile(text);
+        let whole = code.eval_lanes(&env, 0).map(|v| v.to_vec());
+        assert_eq!(whole, Some(by_lane(&code, &mut env).unwrap()), "{text}");
+    }
+    // A branch on the lane, an error in some lane: left to the lane-by-lane evaluation.
+    for text in [
+        "lane > 3 ? 1 : 2",
+        "lane && row",
+        "n / (lane - 5)",
+        "row << (lane + 60)",
+        "lane * 4611686018427387904",
+        "lane + 9223372036854775800",
+    ] {
+        assert_eq!(compile(text).eval_lanes(&env, 0), None, "{text}");
+    }
+}

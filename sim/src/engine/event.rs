@@ -2,28 +2,6 @@
 //! unit completions beside their unit (`crate::sm::tensor_core`, `crate::sm::tma`).
 
 use super::Engine;
-use crate::sm::tensor_core::Hgmma;
-
-/// A piece of a TMA load on its way into shared memory.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Chunk {
-    pub sm: u32,
-    pub cta: u32,
-    pub bar: u32,
-    pub bytes: u64,
-    /// On the last chunk: what the box completes.
-    pub complete: Option<TmaDone>,
-}
-
-/// What the last chunk of a TMA load completes: its box's bytes, the slot it fills
-/// (engine-wide), and the warp and instruction that issued it (for diagnostics).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct TmaDone {
-    pub bytes: u64,
-    pub slot: u32,
-    pub warp: u32,
-    pub pc: u32,
-}
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Event {
@@ -37,16 +15,24 @@ pub(crate) enum Event {
     TensorDone(u32),
     /// An HGMMA of this warpgroup no longer counts against its in-flight limit.
     HgmmaReleased(u32),
-    /// An HGMMA's results are visible to `wgmma.wait_group` of its warpgroup.
-    HgmmaComplete(Hgmma),
-    /// A chunk of a TMA load is back from L2: stream it into shared memory. Booking the SM's
-    /// fill path at this event, not earlier, keeps that path's bookings in time order.
-    TmaChunk(Chunk),
-    /// TMA bytes are in shared memory: complete-tx on the mbarrier; the slot is filled.
-    TxComplete { cta: u32, bar: u32, done: TmaDone },
+    /// An HGMMA of this warpgroup has its results visible to `wgmma.wait_group`.
+    HgmmaComplete(u32),
+    /// A chunk of `tma.chunk_bytes` of a TMA load into this SM is back from L2: stream it into
+    /// shared memory. Booking the SM's fill path at this event, not earlier, keeps that path's
+    /// bookings in time order.
+    TmaChunk(u32),
+    /// The last chunk of a TMA load in flight (its index in `Engine::tma_loads`) is back.
+    TmaLastChunk(u32),
+    /// A TMA load's bytes are in shared memory: complete-tx on the mbarrier; the slot is
+    /// filled.
+    TxComplete(u32),
     /// The CTA slot a retired CTA left on this SM takes its next CTA (`sm.cta_launch_gap`).
     CtaSlotFree(u32),
 }
+
+// An event is an index and its tag: the heap moves (cycle, seq, event) at every level of a
+// push or pop, so what an event refers to lives in the engine, not in the event.
+const _: () = assert!(std::mem::size_of::<Event>() == 8);
 
 impl Engine<'_> {
     pub(crate) fn handle(&mut self, ev: Event) {
@@ -72,9 +58,10 @@ impl Engine<'_> {
             }
             Event::TensorDone(sm) => self.on_tensor_done(sm),
             Event::HgmmaReleased(wg) => self.on_hgmma_released(wg),
-            Event::HgmmaComplete(h) => self.on_hgmma_complete(h),
-            Event::TmaChunk(c) => self.on_tma_chunk(c),
-            Event::TxComplete { cta, bar, done } => self.on_tx_complete(cta, bar, done),
+            Event::HgmmaComplete(wg) => self.on_hgmma_complete(wg),
+            Event::TmaChunk(sm) => self.on_tma_chunk(sm),
+            Event::TmaLastChunk(load) => self.on_tma_last_chunk(load),
+            Event::TxComplete(load) => self.on_tx_complete(load),
             Event::CtaSlotFree(sm) => self.free_cta_slot(sm),
         }
     }

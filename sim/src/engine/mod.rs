@@ -34,6 +34,7 @@ use crate::gpu::preset::Preset;
 use crate::memory::system::MemSys;
 use crate::observe::sanitizer::{Finding, Sanitizer};
 use crate::observe::trace::{Tracer, BUSY_UNITS, L2_PORT_UNIT};
+use crate::sm::tma::TmaLoads;
 use event::Event;
 use isa::program::{slot, Kernel};
 use names::Names;
@@ -134,6 +135,7 @@ pub struct Engine<'a> {
     /// Latest cycle any booked work ends (kernel end covers in-flight work).
     pub(crate) horizon: u64,
     pub(crate) mma_flops: u64,
+    pub(crate) tma_loads: TmaLoads,
     pub(crate) sanitizer: Option<Sanitizer>,
     pub(crate) tracer: Option<Tracer>,
     progress: Option<Progress>,
@@ -263,6 +265,7 @@ impl<'a> Engine<'a> {
             tensor_base,
             horizon: start,
             mma_flops: 0,
+            tma_loads: TmaLoads::default(),
             sanitizer: cfg.check.then(|| Sanitizer::new(names.clone())),
             names,
             tracer: None,

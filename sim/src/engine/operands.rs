@@ -4,7 +4,7 @@
 use super::error::Fault;
 use super::Engine;
 use isa::expr::Code;
-use isa::program::{lane_addresses, BarRef, SlotRef};
+use isa::program::{lane_addresses, BarRef, SlotRef, WARP_SIZE};
 
 impl Engine<'_> {
     pub(crate) fn eval(&self, w: u32, code: &Code) -> Result<i64, Fault> {
@@ -39,7 +39,7 @@ impl Engine<'_> {
         limit: u64,
         width: u32,
         what: &'static str,
-    ) -> Result<Vec<u64>, Fault> {
+    ) -> Result<[u64; WARP_SIZE as usize], Fault> {
         let env = &mut self.warps[w as usize].env;
         Ok(lane_addresses(env, addr, base, limit, width, what)?)
     }

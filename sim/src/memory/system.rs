@@ -235,15 +235,12 @@ impl MemSys {
     /// The sectors of the line at `base` that bytes `lo..hi` touch, and those they cover whole.
     fn sectors(&self, base: u64, lo: u64, hi: u64) -> (u8, u8) {
         let (first, last) = ((lo - base) / self.sector, (hi - 1 - base) / self.sector);
-        let mut touched = 0u8;
-        let mut whole = 0u8;
-        for s in first..=last {
-            touched |= 1 << s;
-            let (from, to) = (base + s * self.sector, base + (s + 1) * self.sector);
-            if lo <= from && hi >= to {
-                whole |= 1 << s;
-            }
-        }
+        // Sectors `from..to` as a mask (a line has at most 8).
+        let span = |from: u64, to: u64| ((1u32 << to) - (1u32 << from.min(to))) as u8;
+        let touched = span(first, last + 1);
+        // Covered whole: from the first sector starting at or after `lo` to the last ending at
+        // or before `hi`.
+        let whole = span((lo - base).div_ceil(self.sector), (hi - base) / self.sector);
         (touched, whole)
     }
 
@@ -401,6 +398,18 @@ mod tests {
         let floor = (7u64 << 20) as f64 / hbm;
         assert!(end as f64 >= floor, "{end} < {floor}");
         assert!((end as f64) < 1.3 * floor, "{end}");
+    }
+
+    #[test]
+    fn sectors_touched_and_covered_whole() {
+        let (p, _) = h100();
+        let m = MemSys::new(&p, 1830.0);
+        // A 128-byte line at 256 of 32-byte sectors.
+        assert_eq!(m.sectors(256, 256, 384), (0b1111, 0b1111));
+        assert_eq!(m.sectors(256, 260, 384), (0b1111, 0b1110));
+        assert_eq!(m.sectors(256, 260, 380), (0b1111, 0b0110));
+        assert_eq!(m.sectors(256, 290, 300), (0b0010, 0));
+        assert_eq!(m.sectors(256, 288, 320), (0b0010, 0b0010));
     }
 
     #[test]

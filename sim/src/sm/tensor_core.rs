@@ -296,7 +296,8 @@ impl Engine<'_> {
             let released = visible - t.inflight_release_lead.min(t.extra_latency);
             self.q
                 .push(released, Event::HgmmaReleased(s.hgmma.warpgroup));
-            self.q.push(visible, Event::HgmmaComplete(s.hgmma));
+            self.q
+                .push(visible, Event::HgmmaComplete(s.hgmma.warpgroup));
         }
     }
 
@@ -318,11 +319,9 @@ impl Engine<'_> {
     }
 
     /// An HGMMA's results are visible: wake the warpgroup's warps whose wait_group it ends.
-    pub(crate) fn on_hgmma_complete(&mut self, h: Hgmma) {
-        self.record(Hook::HgmmaCompleted {
-            warpgroup: h.warpgroup,
-        });
-        let g = &mut self.wgs[h.warpgroup as usize];
+    pub(crate) fn on_hgmma_complete(&mut self, warpgroup: u32) {
+        self.record(Hook::HgmmaCompleted { warpgroup });
+        let g = &mut self.wgs[warpgroup as usize];
         g.completed += 1;
         let (group, cta) = (g.completed, g.cta);
         for w in reached(&mut g.waiters, group) {

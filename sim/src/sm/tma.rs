@@ -14,59 +14,142 @@
 //! the shared-memory port (unmeasured), then writes its spans.
 
 use crate::engine::error::Fault;
-use crate::engine::event::{Chunk, Event, TmaDone};
+use crate::engine::event::Event;
 use crate::engine::hooks::Hook;
+use crate::engine::queue::EventQueue;
 use crate::engine::schedule::Outcome;
 use crate::engine::Engine;
 use crate::observe::warp_state::State;
+use isa::compile::MAX_RANK;
 use isa::expr::Code;
 use isa::program::{BarRef, SlotRef};
 
 /// Byte spans `(offset from the tensor's base, bytes)` of a box of extent `boxdims` at element
-/// `coords` in a row-major tensor of extent `shape` with `elem`-byte elements, outermost first.
-pub fn box_spans(shape: &[u64], elem: u64, coords: &[i64], boxdims: &[u64]) -> Vec<(u64, u64)> {
+/// `coords` in a row-major tensor of extent `shape` with `elem`-byte elements, outermost first;
+/// at most [`MAX_RANK`] dimensions. An iterator, so a box's hundreds of rows allocate nothing.
+pub fn box_spans(shape: &[u64], elem: u64, coords: &[i64], boxdims: &[u64]) -> BoxSpans {
     let rank = shape.len();
-    debug_assert!(rank > 0 && coords.len() == rank && boxdims.len() == rank);
+    debug_assert!(rank > 0 && rank <= MAX_RANK && coords.len() == rank && boxdims.len() == rank);
     let inner = rank - 1;
-    // The innermost dimension is contiguous: clip it once.
-    let lo = coords[inner].clamp(0, shape[inner] as i64) as u64;
-    let hi = coords[inner]
-        .saturating_add(boxdims[inner] as i64)
-        .clamp(0, shape[inner] as i64) as u64;
-    if hi <= lo {
-        return Vec::new();
+    // Per dimension, the element coordinates `from..to` of the box inside the tensor.
+    let inside = |d: usize| {
+        let clip = |c: i64| c.clamp(0, shape[d] as i64) as u64;
+        (
+            clip(coords[d]),
+            clip(coords[d].saturating_add(boxdims[d] as i64)),
+        )
+    };
+    let (lo, hi) = inside(inner);
+    let mut spans = BoxSpans {
+        inner,
+        elem,
+        len: hi.saturating_sub(lo) * elem,
+        from: [0; MAX_RANK],
+        to: [0; MAX_RANK],
+        at: [0; MAX_RANK],
+        stride: [0; MAX_RANK],
+        offset: lo,
+        done: hi <= lo,
+    };
+    let mut stride = shape[inner];
+    for d in (0..inner).rev() {
+        let (from, to) = inside(d);
+        spans.done |= to <= from;
+        (spans.from[d], spans.to[d], spans.at[d]) = (from, to, from);
+        spans.stride[d] = stride;
+        spans.offset += from * stride;
+        stride = stride.saturating_mul(shape[d]);
     }
-    let mut spans = Vec::new();
-    // Odometer over the outer dimensions of the box.
-    let mut idx = vec![0u64; inner];
-    loop {
-        let mut offset = 0u64;
-        let mut inside = true;
-        for d in 0..inner {
-            let c = coords[d].saturating_add(idx[d] as i64);
-            if c < 0 || c >= shape[d] as i64 {
-                inside = false;
-                break;
-            }
-            offset = offset * shape[d] + c as u64;
+    spans
+}
+
+/// The spans of one box, row by row (see [`box_spans`]): an odometer over the rows inside the
+/// tensor, the innermost outer dimension fastest.
+#[derive(Clone)]
+pub struct BoxSpans {
+    inner: usize,
+    elem: u64,
+    /// Bytes of each span: the innermost dimension, clipped once.
+    len: u64,
+    /// Per outer dimension: the rows inside the tensor, the current one, and the elements
+    /// between consecutive ones.
+    from: [u64; MAX_RANK],
+    to: [u64; MAX_RANK],
+    at: [u64; MAX_RANK],
+    stride: [u64; MAX_RANK],
+    /// The current span's first element.
+    offset: u64,
+    done: bool,
+}
+
+impl Iterator for BoxSpans {
+    type Item = (u64, u64);
+
+    fn next(&mut self) -> Option<(u64, u64)> {
+        if self.done {
+            return None;
         }
-        if inside {
-            let row = if inner == 0 { 0 } else { offset * shape[inner] };
-            spans.push(((row + lo) * elem, (hi - lo) * elem));
-        }
-        // Advance the odometer, innermost outer dimension fastest.
-        let mut d = inner;
-        loop {
-            if d == 0 {
-                return spans;
+        let span = (self.offset * self.elem, self.len);
+        for d in (0..self.inner).rev() {
+            self.at[d] += 1;
+            self.offset += self.stride[d];
+            if self.at[d] < self.to[d] {
+                return Some(span);
             }
-            d -= 1;
-            idx[d] += 1;
-            if idx[d] < boxdims[d] {
-                break;
-            }
-            idx[d] = 0;
+            self.offset -= (self.to[d] - self.from[d]) * self.stride[d];
+            self.at[d] = self.from[d];
         }
+        self.done = true;
+        Some(span)
+    }
+}
+
+/// A TMA load in flight: where it lands, the bytes of its last chunk (the others carry
+/// `tma.chunk_bytes`), and what it completes: its box's transaction bytes, the slot it fills
+/// (engine-wide), and the warp and instruction that issued it (for diagnostics).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TmaLoad {
+    sm: u32,
+    cta: u32,
+    bar: u32,
+    last_chunk: u64,
+    bytes: u64,
+    slot: u32,
+    warp: u32,
+    pc: u32,
+}
+
+/// The TMA loads in flight by index, so that their chunk events carry an index, not the
+/// load; a landed load's index is reused.
+#[derive(Default)]
+pub(crate) struct TmaLoads {
+    loads: Vec<Option<TmaLoad>>,
+    free: Vec<u32>,
+}
+
+impl TmaLoads {
+    fn insert(&mut self, load: TmaLoad) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.loads[i as usize] = Some(load);
+                i
+            }
+            None => {
+                self.loads.push(Some(load));
+                (self.loads.len() - 1) as u32
+            }
+        }
+    }
+
+    fn get(&self, i: u32) -> TmaLoad {
+        self.loads[i as usize].expect("a load's events refer to it until it lands")
+    }
+
+    fn remove(&mut self, i: u32) -> TmaLoad {
+        let load = self.get(i);
+        self.loads[i as usize] = None;
+        self.free.push(i);
+        load
     }
 }
 
@@ -93,19 +176,22 @@ impl Engine<'_> {
     }
 
     /// The global-memory spans (absolute addresses) of the TMA box of buffer `buf` at `coords`.
-    fn tma_spans(&self, w: u32, op: &TmaOperands) -> Result<Vec<(u64, u64)>, Fault> {
+    fn tma_spans(
+        &self,
+        w: u32,
+        op: &TmaOperands,
+    ) -> Result<impl Iterator<Item = (u64, u64)> + Clone, Fault> {
         let t = &self.k.tensors[op.tensor as usize];
-        let c = op
-            .coords
-            .iter()
-            .map(|c| self.eval(w, c))
-            .collect::<Result<Vec<i64>, Fault>>()?;
+        let mut c = [0i64; MAX_RANK];
+        for (c, code) in c.iter_mut().zip(op.coords) {
+            *c = self.eval(w, code)?;
+        }
         let base = self.tensor_base[op.tensor as usize];
         let boxdims = &self.k.buffers[op.slot.buf as usize].shape;
-        Ok(box_spans(&t.shape, t.dtype.bytes(), &c, boxdims)
-            .into_iter()
-            .map(|(off, len)| (base + off, len))
-            .collect())
+        Ok(
+            box_spans(&t.shape, t.dtype.bytes(), &c[..op.coords.len()], boxdims)
+                .map(move |(off, len)| (base + off, len)),
+        )
     }
 
     pub(crate) fn issue_tma_load(
@@ -134,9 +220,29 @@ impl Engine<'_> {
         warp.sync_until = warp.sync_until.max(issued);
         warp.sync_state = State::MioThrottle;
         let at = start + self.p.tma.extra_latency;
-        // Group the box's spans into chunks that stream back independently.
+        self.ctas[cta as usize].tma_in_flight += 1;
+        let mut load = TmaLoad {
+            sm,
+            cta,
+            bar: b,
+            last_chunk: 0,
+            bytes: op.bytes,
+            slot,
+            warp: w,
+            pc: self.warps[w as usize].pc,
+        };
+        // Group the box's spans into chunks that stream back independently. Each chunk is
+        // queued once the next one is complete: the last chunk completes the box, so it is
+        // queued at the latest chunk's time.
         let chunk_bytes = self.p.tma.chunk_bytes;
-        let mut chunks: Vec<(u64, u64)> = Vec::new();
+        let mut held: Option<(u64, u64)> = None;
+        let mut last = at;
+        let mut close = |q: &mut EventQueue<Event>, ready: u64, bytes: u64| {
+            if let Some((t, _)) = held.replace((ready, bytes)) {
+                q.push(t, Event::TmaChunk(sm));
+            }
+            last = last.max(ready);
+        };
         let (mut ready, mut size) = (at, 0u64);
         for (addr, len) in spans {
             let mut off = 0;
@@ -146,37 +252,24 @@ impl Engine<'_> {
                 size += piece;
                 off += piece;
                 if size == chunk_bytes {
-                    chunks.push((ready, size));
+                    close(&mut self.q, ready, size);
                     (ready, size) = (at, 0);
                 }
             }
         }
         if size > 0 {
-            chunks.push((ready, size));
+            close(&mut self.q, ready, size);
         }
-        let last = chunks.iter().map(|c| c.0).max().unwrap_or(at);
-        self.ctas[cta as usize].tma_in_flight += 1;
-        let done = TmaDone {
-            bytes: op.bytes,
-            slot,
-            warp: w,
-            pc: self.warps[w as usize].pc,
-        };
-        match chunks.len() {
+        match held {
+            Some((_, bytes)) => {
+                load.last_chunk = bytes;
+                let i = self.tma_loads.insert(load);
+                self.q.push(last, Event::TmaLastChunk(i));
+            }
             // Entirely outside the tensor: zero fill, no traffic.
-            0 => self.q.push(at, Event::TxComplete { cta, bar: b, done }),
-            n => {
-                for (i, (t, size)) in chunks.into_iter().enumerate() {
-                    let ev = Event::TmaChunk(Chunk {
-                        sm,
-                        cta,
-                        bar: b,
-                        bytes: size,
-                        complete: (i + 1 == n).then_some(done),
-                    });
-                    // The last chunk completes the box, so it must arrive last.
-                    self.q.push(if i + 1 == n { last } else { t }, ev);
-                }
+            None => {
+                let i = self.tma_loads.insert(load);
+                self.q.push(at, Event::TxComplete(i));
             }
         }
         self.book_horizon(last);
@@ -196,7 +289,7 @@ impl Engine<'_> {
         let (_, read_end) = unit
             .port
             .book(start, op.bytes.div_ceil(self.p.smem.bytes_per_cycle()));
-        let traffic: u64 = spans.iter().map(|s| s.1).sum();
+        let traffic: u64 = spans.clone().map(|s| s.1).sum();
         let sent = self.mem.port(sm, read_end, traffic);
         let mut done = sent;
         for (addr, len) in spans {
@@ -207,34 +300,44 @@ impl Engine<'_> {
         Ok(())
     }
 
-    /// A chunk is back from L2: it streams into shared memory through the SM's fill path; the
-    /// last chunk's arrival completes the box.
-    pub(crate) fn on_tma_chunk(&mut self, c: Chunk) {
-        let end = self.sms[c.sm as usize].tma_fill.book(self.now, c.bytes);
+    /// A chunk is back from L2: it streams into shared memory through the SM's fill path.
+    pub(crate) fn on_tma_chunk(&mut self, sm: u32) {
+        let end = self.sms[sm as usize]
+            .tma_fill
+            .book(self.now, self.p.tma.chunk_bytes);
         self.book_horizon(end);
-        if let Some(done) = c.complete {
-            self.q.push(
-                end,
-                Event::TxComplete {
-                    cta: c.cta,
-                    bar: c.bar,
-                    done,
-                },
-            );
-        }
+    }
+
+    /// A load's last chunk is back from L2: once it is through the fill path, the box is in.
+    pub(crate) fn on_tma_last_chunk(&mut self, i: u32) {
+        let load = self.tma_loads.get(i);
+        let end = self.sms[load.sm as usize]
+            .tma_fill
+            .book(self.now, load.last_chunk);
+        self.book_horizon(end);
+        self.q.push(end, Event::TxComplete(i));
     }
 
     /// The whole box is in shared memory: its slot is filled and its bytes complete-tx on the
     /// mbarrier; a finding there is the issuing warp's.
-    pub(crate) fn on_tx_complete(&mut self, cta: u32, bar: u32, done: TmaDone) {
+    pub(crate) fn on_tx_complete(&mut self, i: u32) {
+        let TmaLoad {
+            cta,
+            bar,
+            bytes,
+            slot,
+            warp,
+            pc,
+            ..
+        } = self.tma_loads.remove(i);
         self.record(Hook::TmaLoadLanded {
             cta,
-            slot: done.slot,
+            slot,
             bar,
-            bytes: done.bytes,
+            bytes,
         });
-        if let Err(finding) = self.complete_tx(cta, bar, done.bytes) {
-            self.hazard_at((done.warp, done.pc), cta, finding);
+        if let Err(finding) = self.complete_tx(cta, bar, bytes) {
+            self.hazard_at((warp, pc), cta, finding);
         }
         self.ctas[cta as usize].tma_in_flight -= 1;
         self.last_progress = self.now;
@@ -249,7 +352,7 @@ mod tests {
     #[test]
     fn a_2d_box_is_one_span_per_row() {
         // A 128 x 64 bf16 box at (256, 128) of a 4096 x 4096 tensor: 128 rows of 128 bytes.
-        let spans = box_spans(&[4096, 4096], 2, &[256, 128], &[128, 64]);
+        let spans: Vec<_> = box_spans(&[4096, 4096], 2, &[256, 128], &[128, 64]).collect();
         assert_eq!(spans.len(), 128);
         assert_eq!(spans[0], ((256 * 4096 + 128) * 2, 128));
         assert_eq!(spans[1].0 - spans[0].0, 4096 * 2);
@@ -259,24 +362,49 @@ mod tests {
     #[test]
     fn out_of_bounds_parts_are_clipped() {
         // Box 4 x 8 at (-1, 4) of a 3 x 10 tensor: rows -1 and 3 are outside, columns 10..12 too.
-        let spans = box_spans(&[3, 10], 4, &[-1, 4], &[4, 8]);
+        let spans: Vec<_> = box_spans(&[3, 10], 4, &[-1, 4], &[4, 8]).collect();
         assert_eq!(
             spans,
             vec![(4 * 4, 24), ((10 + 4) * 4, 24), ((20 + 4) * 4, 24)]
         );
-        assert!(box_spans(&[3, 10], 4, &[0, 10], &[2, 2]).is_empty());
+        assert_eq!(box_spans(&[3, 10], 4, &[0, 10], &[2, 2]).next(), None);
     }
 
     #[test]
     fn extreme_coordinates_do_not_overflow() {
-        assert!(box_spans(&[4, 4], 2, &[i64::MAX, i64::MAX], &[2, 2]).is_empty());
-        assert!(box_spans(&[4, 4], 2, &[i64::MIN, i64::MIN], &[2, 2]).is_empty());
+        assert_eq!(
+            box_spans(&[4, 4], 2, &[i64::MAX, i64::MAX], &[2, 2]).next(),
+            None
+        );
+        assert_eq!(
+            box_spans(&[4, 4], 2, &[i64::MIN, i64::MIN], &[2, 2]).next(),
+            None
+        );
+    }
+
+    #[test]
+    fn rows_outside_the_tensor_in_any_dimension_are_skipped() {
+        // Every row of a 3 x 3 x 4 box at (-1, 2, 3) of a 2 x 4 x 5 tensor, row-major, against
+        // the rows the box covers inside the tensor.
+        let mut expect = Vec::new();
+        for i in -1i64..2 {
+            for j in 2i64..5 {
+                if (0..2).contains(&i) && (0..4).contains(&j) {
+                    expect.push((((i * 4 + j) * 5 + 3) as u64 * 2, 4));
+                }
+            }
+        }
+        let spans: Vec<_> = box_spans(&[2, 4, 5], 2, &[-1, 2, 3], &[3, 3, 4]).collect();
+        assert_eq!(spans, expect);
     }
 
     #[test]
     fn rank_one_and_rank_three() {
-        assert_eq!(box_spans(&[100], 2, &[10], &[16]), vec![(20, 32)]);
-        let spans = box_spans(&[2, 4, 8], 1, &[0, 1, 0], &[2, 2, 8]);
+        assert_eq!(
+            box_spans(&[100], 2, &[10], &[16]).collect::<Vec<_>>(),
+            [(20, 32)]
+        );
+        let spans: Vec<_> = box_spans(&[2, 4, 8], 1, &[0, 1, 0], &[2, 2, 8]).collect();
         assert_eq!(spans, vec![(8, 8), (16, 8), (40, 8), (48, 8)]);
     }
 }

@@ -11,7 +11,7 @@ use crate::sm::pipes::MAX_MACRO_COUNT;
 use crate::sm::tensor_core::Hgmma;
 use crate::{memory::coalesce, sm::smem, sm::tma};
 use isa::expr::Code;
-use isa::program::{lane_addresses, Inst, Pipe, SlotRef};
+use isa::program::{lane_addresses, Inst, Pipe, SlotRef, WARP_SIZE};
 
 impl Walk<'_> {
     /// Adds one instruction's demand; returns the issue slots it takes (0: skipped, as the
@@ -251,7 +251,6 @@ impl Walk<'_> {
             });
         }
         Ok(tma::box_spans(&t.shape, t.dtype.bytes(), &c, boxdims)
-            .into_iter()
             .map(|(off, len)| (base + off, len))
             .collect())
     }
@@ -263,7 +262,7 @@ impl Walk<'_> {
         tensor: u16,
         addr: &Code,
         width: u32,
-    ) -> Result<Vec<u64>, WalkError> {
+    ) -> Result<[u64; WARP_SIZE as usize], WalkError> {
         let (base, bytes) = self.tensor(tensor)?;
         self.lane_addrs(w, addr, base, bytes, width, "the tensor")
     }
@@ -275,7 +274,7 @@ impl Walk<'_> {
         s: &SlotRef,
         addr: &Code,
         width: u32,
-    ) -> Result<Vec<u64>, WalkError> {
+    ) -> Result<[u64; WARP_SIZE as usize], WalkError> {
         let base = self.slot_base(w, s)?;
         let limit = self.k.buffers[s.buf as usize].slot_bytes;
         self.lane_addrs(w, addr, base, limit, width, "the slot")
@@ -296,7 +295,7 @@ impl Walk<'_> {
         limit: u64,
         width: u32,
         what: &'static str,
-    ) -> Result<Vec<u64>, WalkError> {
+    ) -> Result<[u64; WARP_SIZE as usize], WalkError> {
         self.spend(32)?;
         Ok(lane_addresses(&mut w.env, addr, base, limit, width, what)?)
     }
