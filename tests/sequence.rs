@@ -174,3 +174,23 @@ fn a_kernel_that_deadlocks_is_named_with_its_place() {
         "{e}"
     );
 }
+
+#[test]
+fn a_later_kernels_counters_live_past_every_tensor() {
+    // The reader's one atomic: on an address of its own (a cold line, a miss), not on the
+    // first line of X that the writer left in L2.
+    let text = source()
+        .replace(
+            "Role(name: \"r\", warpgroups: 1, regs: 32, program: [",
+            "Role(name: \"r\", warpgroups: 1, regs: 32, program: [\n                    If(cond: \"cta == 0 && warp == 0\", then: [AtomicAdd(counter: \"c\", into: \"t\")]),",
+        )
+        .replace(
+            "            roles: [\n                Role(name: \"r\"",
+            "            counters: [Counter(name: \"c\")],\n            roles: [\n                Role(name: \"r\"",
+        );
+    assert!(text.contains("AtomicAdd"), "{text}");
+    let s = run_text("counter.ron", &text);
+    let read = &s.kernels[1].report;
+    assert!(read.l2.hit_rate < 1.0, "{}", read.l2.hit_rate);
+    assert!(read.dram.read_bytes > 0);
+}

@@ -58,6 +58,8 @@ pub fn simulate(
     let mhz = cfg.clock_mhz;
     let cycles = |ns: f64| (ns * mhz / 1000.0).round() as u64;
     let (mut carry, bases) = Carry::first(kernels, preset, &cfg);
+    // Every kernel's counters and local memory go after all of the sequence's tensors.
+    let end_of_tensors = carry.end_of_tensors;
     let mut done: Vec<SequenceKernel> = Vec::new();
     let (mut time_us, mut end) = (0.0, 0);
     for (i, (kernel, base)) in kernels.iter().zip(bases).enumerate() {
@@ -95,7 +97,7 @@ pub fn simulate(
             mem,
             start: end,
             tensor_base: Vec::new(),
-            end_of_tensors: 0,
+            end_of_tensors,
         };
         done.push(SequenceKernel {
             name: kernel.kernel_name.clone(),
