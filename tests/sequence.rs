@@ -14,6 +14,20 @@ fn source() -> String {
     std::fs::read_to_string(fixture("sequence")).unwrap()
 }
 
+/// The fixture with `declaration` added to the reader kernel and `first` as its role's first
+/// instruction.
+fn reader_with(declaration: &str, first: &str) -> String {
+    let role = "Role(name: \"r\", warpgroups: 1, regs: 32, program: [";
+    source()
+        .replace(role, &format!("{role}\n                    {first}"))
+        .replace(
+            "            roles: [\n                Role(name: \"r\"",
+            &format!(
+                "            {declaration}\n            roles: [\n                Role(name: \"r\""
+            ),
+        )
+}
+
 #[test]
 fn the_second_kernel_hits_on_what_the_first_left_in_l2() {
     let s = sequence::run_file(&fixture("sequence"), &sets(&[])).unwrap();
@@ -155,15 +169,10 @@ fn sim_run_and_check_take_every_kernel_and_bench_refuses_a_sequence() {
 #[test]
 fn a_kernel_that_deadlocks_is_named_with_its_place() {
     // The reader waits on an mbarrier phase that nothing completes.
-    let text = source()
-        .replace(
-            "Role(name: \"r\", warpgroups: 1, regs: 32, program: [",
-            "Role(name: \"r\", warpgroups: 1, regs: 32, program: [\n                    Wait(bar: \"never\", parity: 0),",
-        )
-        .replace(
-            "            roles: [\n                Role(name: \"r\"",
-            "            mbarriers: [MBarrier(name: \"never\", arrivals: 1)],\n            roles: [\n                Role(name: \"r\"",
-        );
+    let text = reader_with(
+        "mbarriers: [MBarrier(name: \"never\", arrivals: 1)],",
+        "Wait(bar: \"never\", parity: 0),",
+    );
     assert!(text.contains("Wait(bar: \"never\""), "{text}");
     let path = temp_scenario("deadlock.ron", &text);
     let e = sequence::run_file(&path, &sets(&[]))
@@ -179,15 +188,10 @@ fn a_kernel_that_deadlocks_is_named_with_its_place() {
 fn a_later_kernels_counters_live_past_every_tensor() {
     // The reader's one atomic: on an address of its own (a cold line, a miss), not on the
     // first line of X that the writer left in L2.
-    let text = source()
-        .replace(
-            "Role(name: \"r\", warpgroups: 1, regs: 32, program: [",
-            "Role(name: \"r\", warpgroups: 1, regs: 32, program: [\n                    If(cond: \"cta == 0 && warp == 0\", then: [AtomicAdd(counter: \"c\", into: \"t\")]),",
-        )
-        .replace(
-            "            roles: [\n                Role(name: \"r\"",
-            "            counters: [Counter(name: \"c\")],\n            roles: [\n                Role(name: \"r\"",
-        );
+    let text = reader_with(
+        "counters: [Counter(name: \"c\")],",
+        "If(cond: \"cta == 0 && warp == 0\", then: [AtomicAdd(counter: \"c\", into: \"t\")]),",
+    );
     assert!(text.contains("AtomicAdd"), "{text}");
     let s = run_text("counter.ron", &text);
     let read = &s.kernels[1].report;

@@ -103,10 +103,28 @@ pub enum RunError {
 
 /// Reads and compiles a scenario file against its GPU preset.
 pub fn load(path: &Path, opts: &RunOptions) -> Result<(Kernel, Preset), RunError> {
+    read(path, |file, source| load_source(file, source, opts))
+}
+
+/// As [`load`], for every kernel of the scenario ([`load_sequence_source`]).
+pub fn load_sequence(
+    path: &Path,
+    opts: &RunOptions,
+) -> Result<(Vec<Kernel>, Preset, isa::scenario::Launch), RunError> {
+    read(path, |file, source| {
+        load_sequence_source(file, source, opts)
+    })
+}
+
+/// Reads a scenario file and hands its name and text to `load`.
+fn read<T>(
+    path: &Path,
+    load: impl FnOnce(&str, &str) -> Result<T, RunError>,
+) -> Result<T, RunError> {
     let file = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|e| RunError::Io(file.clone(), e))?;
     let source = isa::decode(&file, &bytes).map_err(RunError::Scenario)?;
-    load_source(&file, source, opts)
+    load(&file, source)
 }
 
 /// As [`load`], from text already read; `file` names it in diagnostics. A sequence of kernels

@@ -102,7 +102,7 @@ pub fn simulate(
         done.push(SequenceKernel {
             name: kernel.kernel_name.clone(),
             start,
-            gap: if i == 0 { 0 } else { gap },
+            gap,
             report,
         });
     }
@@ -118,11 +118,8 @@ pub fn simulate(
 
 /// Loads and simulates a scenario file that holds a sequence.
 pub fn run_file(path: &Path, opts: &RunOptions) -> Result<SequenceReport, RunError> {
-    let file = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| RunError::Io(file.clone(), e))?;
-    let source = isa::decode(&file, &bytes).map_err(RunError::Scenario)?;
-    let (kernels, preset, launch) = run::load_sequence_source(&file, source, opts)?;
-    simulate(&file, &kernels, &preset, launch, opts)
+    let (kernels, preset, launch) = run::load_sequence(path, opts)?;
+    simulate(&path.display().to_string(), &kernels, &preset, launch, opts)
 }
 
 impl SequenceReport {
