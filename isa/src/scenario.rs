@@ -84,16 +84,23 @@ impl<'de> Deserialize<'de> for Expr {
                 Err(not_an_integer(v, &self))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Expr, E> {
-                let id = next_id()?;
-                let ast = expr::parse(v).map_err(E::custom)?;
-                Ok(Expr {
-                    text: v.to_string(),
-                    ast,
-                    id,
-                })
+                Expr::read(v)
             }
         }
         d.deserialize_any(V)
+    }
+}
+
+impl Expr {
+    /// Parses `text` as the next spanned node of the document being read.
+    fn read<E: de::Error>(text: &str) -> Result<Expr, E> {
+        let id = next_id()?;
+        let ast = expr::parse(text).map_err(E::custom)?;
+        Ok(Expr {
+            text: text.to_string(),
+            ast,
+            id,
+        })
     }
 }
 
@@ -124,9 +131,14 @@ impl<'de> Deserialize<'de> for Ref {
     }
 }
 
-/// A parameter's value: an integer, or a boolean read as 1 / 0.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ParamValue(pub i64);
+/// A parameter's value: an integer (a boolean reads as 1 / 0), or an expression over the other
+/// parameters and `num_sms`, evaluated after `--set` overrides (`"bm": "hd <= 64 ? 192 : 128"`),
+/// so that a choice that follows from others is written once and still overridable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParamValue {
+    Int(i64),
+    Derived(Expr),
+}
 
 impl<'de> Deserialize<'de> for ParamValue {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -134,21 +146,24 @@ impl<'de> Deserialize<'de> for ParamValue {
         impl de::Visitor<'_> for V {
             type Value = ParamValue;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an integer or a boolean")
+                f.write_str("an integer, a boolean or an expression string")
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<ParamValue, E> {
-                Ok(ParamValue(v))
+                Ok(ParamValue::Int(v))
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<ParamValue, E> {
                 i64::try_from(v)
-                    .map(ParamValue)
+                    .map(ParamValue::Int)
                     .map_err(|_| E::custom("integer too large"))
             }
             fn visit_bool<E: de::Error>(self, v: bool) -> Result<ParamValue, E> {
-                Ok(ParamValue(v as i64))
+                Ok(ParamValue::Int(v as i64))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<ParamValue, E> {
                 Err(not_an_integer(v, &self))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ParamValue, E> {
+                Expr::read(v).map(ParamValue::Derived)
             }
         }
         d.deserialize_any(V)

@@ -36,7 +36,7 @@ pub fn compile(
     file: &str,
     source: &str,
 ) -> Result<program::Kernel, Diagnostic> {
-    let params = names::params(scenario, overrides, file)?;
+    let params = names::params(scenario, overrides, file, source, limits.sm_count)?;
     let name = scenario
         .kernel
         .name
@@ -61,7 +61,7 @@ pub fn compile_sequence(
 ) -> Result<Vec<program::Kernel>, Diagnostic> {
     let mut kernels = vec![compile(scenario, overrides, limits, file, source)?];
     for (i, k) in scenario.then.iter().enumerate() {
-        let params = names::params(scenario, overrides, file)?;
+        let params = names::params(scenario, overrides, file, source, limits.sm_count)?;
         let at = format!("then[{i}]");
         let name = k.name.clone().unwrap_or_else(|| at.clone());
         let compiled =

@@ -6,7 +6,7 @@ use super::Compiler;
 use crate::diag::Diagnostic;
 use crate::expr::{Ast, Binding, Code, CompileError};
 use crate::program::{slot, BarRef, SlotRef};
-use crate::scenario::{Expr, Ref, Scenario};
+use crate::scenario::{Expr, ParamValue, Ref, Scenario};
 use std::collections::BTreeMap;
 
 /// Predefined constant: the GPU's SM count (for persistent grids).
@@ -23,34 +23,43 @@ pub(super) enum Names {
     Lanes,
 }
 
-/// The scenario's parameters with `overrides` applied; none may shadow a predefined name.
+/// The scenario's parameters with `overrides` applied and derived parameters evaluated; none
+/// may shadow a predefined name. An override replaces a derived parameter's expression.
 pub(super) fn params(
     scenario: &Scenario,
     overrides: &[(String, i64)],
     file: &str,
+    source: &str,
+    sm_count: u32,
 ) -> Result<BTreeMap<String, i64>, Diagnostic> {
-    let mut params: BTreeMap<String, i64> = scenario
-        .params
-        .iter()
-        .map(|(k, v)| (k.clone(), v.0))
-        .collect();
-    for (key, value) in overrides {
-        match params.get_mut(key) {
-            Some(v) => *v = *value,
-            None => {
-                let known: Vec<&str> = params.keys().map(String::as_str).collect();
-                return Err(Diagnostic::new(
-                    file,
-                    format!(
-                        "--set {key}: the scenario has no parameter `{key}`{} (parameters: {})",
-                        suggest(key, known.iter().copied()),
-                        list_or_none(&known)
-                    ),
-                ));
+    let mut values: BTreeMap<String, i64> = BTreeMap::new();
+    let mut derived: BTreeMap<&str, &Expr> = BTreeMap::new();
+    for (k, v) in &scenario.params {
+        match v {
+            ParamValue::Int(v) => {
+                values.insert(k.clone(), *v);
+            }
+            ParamValue::Derived(e) => {
+                derived.insert(k, e);
             }
         }
     }
-    for name in params.keys() {
+    for (key, value) in overrides {
+        if !scenario.params.contains_key(key) {
+            let known: Vec<&str> = scenario.params.keys().map(String::as_str).collect();
+            return Err(Diagnostic::new(
+                file,
+                format!(
+                    "--set {key}: the scenario has no parameter `{key}`{} (parameters: {})",
+                    suggest(key, known.iter().copied()),
+                    list_or_none(&known)
+                ),
+            ));
+        }
+        derived.remove(key.as_str());
+        values.insert(key.clone(), *value);
+    }
+    for name in scenario.params.keys() {
         if name == NUM_SMS {
             return Err(Diagnostic::new(
                 file,
@@ -66,7 +75,84 @@ pub(super) fn params(
             .in_path("params"));
         }
     }
-    Ok(params)
+    resolve_derived(&mut values, derived, file, source, sm_count)?;
+    Ok(values)
+}
+
+/// Evaluates derived parameters in dependency order: each pass evaluates those whose names are
+/// all known; a pass that evaluates none leaves a cycle or an unknown name.
+fn resolve_derived(
+    values: &mut BTreeMap<String, i64>,
+    mut pending: BTreeMap<&str, &Expr>,
+    file: &str,
+    source: &str,
+    sm_count: u32,
+) -> Result<(), Diagnostic> {
+    let located = |e: &Expr, message: String| {
+        let d = Diagnostic::new(file, message).in_path("params");
+        match crate::locate(source, e.id) {
+            Some((line, col)) => d.at(source, line, col),
+            None => d,
+        }
+    };
+    while !pending.is_empty() {
+        let mut done = Vec::new();
+        let mut blocked = None;
+        for (&name, &e) in &pending {
+            let mut waits_on = None;
+            let code = Code::compile(&e.ast, &mut |n: &str| {
+                if let Some(&v) = values.get(n) {
+                    Some(Binding::Const(v))
+                } else if n == NUM_SMS {
+                    Some(Binding::Const(sm_count as i64))
+                } else {
+                    if pending.contains_key(n) {
+                        waits_on = Some(n.to_string());
+                    }
+                    None
+                }
+            });
+            match code {
+                Ok(code) => {
+                    let v = code.as_const().ok_or_else(|| {
+                        located(e, format!("parameter `{name}` = `{}` cannot be evaluated (division by zero or overflow)", e.text))
+                    })?;
+                    done.push((name, v));
+                }
+                Err(CompileError::UnknownName(n)) if waits_on.as_deref() == Some(n.as_str()) => {
+                    blocked.get_or_insert((name, n));
+                }
+                Err(CompileError::UnknownName(n)) => {
+                    let mut known: Vec<&str> = values.keys().map(String::as_str).collect();
+                    known.extend(pending.keys());
+                    known.push(NUM_SMS);
+                    return Err(located(
+                        e,
+                        format!(
+                            "unknown name `{n}` in parameter `{name}` = `{}`{}; a parameter may use the other parameters and `{NUM_SMS}`: {}",
+                            e.text,
+                            suggest(&n, known.iter().copied()),
+                            list_or_none(&known)
+                        ),
+                    ));
+                }
+                Err(err) => return Err(located(e, format!("{err}: `{}`", e.text))),
+            }
+        }
+        if done.is_empty() {
+            let (name, on) =
+                blocked.expect("a pending parameter that is not done waits on another");
+            return Err(located(
+                pending[name],
+                format!("parameter `{name}` depends on itself (through `{on}`); give one of them a value"),
+            ));
+        }
+        for (name, v) in done {
+            pending.remove(name);
+            values.insert(name.to_string(), v);
+        }
+    }
+    Ok(())
 }
 
 impl Compiler<'_> {

@@ -268,3 +268,51 @@ fn impossible_register_budgets_are_errors() {
     let e = try_compile(&with_live("\"lane\"", 168), &[]).unwrap_err();
     assert!(e.message.contains("unknown name `lane`"), "{}", e.message);
 }
+
+#[test]
+fn derived_parameters_follow_others_and_overrides() {
+    let src = BASE.replace(
+        r#"params: { "stages": 4, "n": 128 },"#,
+        r#"params: { "stages": "n >= 128 ? 2 : 4", "n": 128, "waves": "num_sms / stages" },"#,
+    );
+    let k = try_compile(&src, &[]).unwrap();
+    assert_eq!(k.params["stages"], 2);
+    assert_eq!(k.params["waves"], 66);
+    let k = try_compile(&src, &[("n", 64)]).unwrap();
+    assert_eq!((k.params["stages"], k.params["waves"]), (4, 33));
+    // An override replaces the expression.
+    let k = try_compile(&src, &[("stages", 1)]).unwrap();
+    assert_eq!((k.params["stages"], k.params["waves"]), (1, 132));
+}
+
+#[test]
+fn derived_parameter_errors_name_the_parameter_and_its_place() {
+    let with = |p: &str| BASE.replace(r#"params: { "stages": 4, "n": 128 },"#, p);
+    let e = try_compile(&with(r#"params: { "stages": "n / 0", "n": 128 },"#), &[]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "parameter `stages` = `n / 0` cannot be evaluated (division by zero or overflow)"
+    );
+    assert_eq!(e.pos.map(|p| p.0), Some(4));
+    let e = try_compile(&with(r#"params: { "stages": "m", "n": 128 },"#), &[]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "unknown name `m` in parameter `stages` = `m` (did you mean `n`?); a parameter may use the other parameters and `num_sms`: n, stages, num_sms"
+    );
+    let e = try_compile(
+        &with(r#"params: { "stages": "n", "n": "stages + 1" },"#),
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.message,
+        "parameter `n` depends on itself (through `stages`); give one of them a value"
+    );
+    // Setting one of them breaks the cycle.
+    let k = try_compile(
+        &with(r#"params: { "stages": "n / 32", "n": "stages * 32" },"#),
+        &[("stages", 2)],
+    )
+    .unwrap();
+    assert_eq!(k.params["n"], 64);
+}
