@@ -151,6 +151,8 @@ commands! {
     analyze_gemm_tune: ["analyze", "gemm", "--tune", "4096", "4096", "4096"] writes [];
     analyze_attention: ["analyze", "attention", "--hd", "128", "--bn", "176"] writes [];
     analyze_decode: ["analyze", "decode", "--batch", "4", "--seqlen", "65536"] writes [];
+    // A sequence of kernels (split, combine): each kernel's report and the total.
+    split_kv_decode: ["run", "scenarios/split_kv_decode.ron", "--json"] writes [];
 }
 
 /// `sim stalls` and `sim report` over a trace this test writes first.

@@ -1075,7 +1075,15 @@ fn mutate(
                 else {
                     continue;
                 };
-                let base = sets.iter().find(|(k, _)| k == key).map_or(v.0, |(_, v)| *v);
+                // A derived parameter's value is an expression: mutate around 1.
+                let declared = match v {
+                    isa::scenario::ParamValue::Int(v) => *v,
+                    isa::scenario::ParamValue::Derived(_) => 1,
+                };
+                let base = sets
+                    .iter()
+                    .find(|(k, _)| k == key)
+                    .map_or(declared, |(_, v)| *v);
                 let new = values(base)[value.index(11)];
                 sets.retain(|(k, _)| k != key);
                 sets.push((key.clone(), new));

@@ -198,3 +198,25 @@ fn a_later_kernels_counters_live_past_every_tensor() {
     assert!(read.l2.hit_rate < 1.0, "{}", read.l2.hit_rate);
     assert!(read.dram.read_bytes > 0);
 }
+
+/// Every shipped sequence checks clean (the sanitizer over each kernel) and each of its kernels
+/// starts after the one before ended.
+#[test]
+fn shipped_sequences_check_clean_and_run_in_order() {
+    let files = common::sequence_files();
+    assert!(!files.is_empty());
+    for file in files {
+        let name = file.display().to_string();
+        let check = sim(&["check", &name]);
+        let said = String::from_utf8(check.stdout).unwrap();
+        assert!(check.status.success(), "{name}: {said}");
+        assert!(
+            said.contains("with no hazard and no deadlock"),
+            "{name}: {said}"
+        );
+        let s = sequence::run_file(&file, &sets(&[])).unwrap();
+        for w in s.kernels.windows(2) {
+            assert!(w[1].start >= w[0].start + w[0].report.cycles, "{name}");
+        }
+    }
+}

@@ -269,6 +269,9 @@ pub struct Kernel {
     #[serde(default)]
     pub counters: Vec<Counter>,
     pub roles: Vec<Role>,
+    /// This kernel's own prediction; the scenario's `analytic` is the first kernel's.
+    #[serde(default)]
+    pub analytic: Option<Analytic>,
 }
 
 /// A global integer counter, `init` at kernel start, advanced by `AtomicAdd`.

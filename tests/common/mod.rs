@@ -25,12 +25,26 @@ pub fn fixture(name: &str) -> PathBuf {
     root().join("tests/fixtures").join(format!("{name}.ron"))
 }
 
-/// Every `scenarios/*.ron`, sorted.
+/// Every `scenarios/*.ron` of one kernel, sorted (`sim::run::load` and `run_file` take them).
 pub fn scenario_files() -> Vec<PathBuf> {
+    shipped(false)
+}
+
+/// Every `scenarios/*.ron` that is a sequence of kernels (`then`), sorted.
+pub fn sequence_files() -> Vec<PathBuf> {
+    shipped(true)
+}
+
+fn shipped(sequences: bool) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("scenarios"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "ron"))
+        .filter(|p| {
+            let source = std::fs::read_to_string(p).unwrap();
+            let s = isa::parse(&p.display().to_string(), &source).unwrap();
+            s.then.is_empty() != sequences
+        })
         .collect();
     files.sort();
     files

@@ -184,10 +184,16 @@ impl<'a> Compiler<'a> {
         }
         self.cta_limits(&roles, launch_regs, &k.regs_per_thread)?;
 
-        let analytic = match &s.analytic {
+        // A later kernel of a sequence has only its own prediction.
+        let (analytic, at) = match (&k.analytic, self.at == "kernel") {
+            (Some(a), _) => (Some(a), format!("{}.analytic.cycles", self.at)),
+            (None, true) => (s.analytic.as_ref(), "analytic.cycles".to_string()),
+            (None, false) => (None, String::new()),
+        };
+        let analytic = match analytic {
             None => None,
             Some(a) => Some(program::AnalyticInfo {
-                cycles: self.constant(&a.cycles, "analytic.cycles", "analytic cycles")?,
+                cycles: self.constant(&a.cycles, &at, "analytic cycles")?,
                 bound: a.bound.clone(),
                 note: a.note.clone(),
             }),
