@@ -71,3 +71,47 @@ fn an_uneven_split_count_gives_the_last_split_fewer_rows() {
     assert_eq!(s.kernels[0].report.ctas, 24);
     assert_eq!(s.kernels[0].report.params["chunk"], 2752);
 }
+
+fn fa3_on(gpu: &str, pairs: &[(&str, i64)]) -> sim::observe::report::Report {
+    let opts = sim::run::RunOptions {
+        gpu: Some(gpu.to_string()),
+        ..sets(pairs)
+    };
+    sim::run::run_file(&scenario("fa3_pingpong"), &opts).unwrap()
+}
+
+fn fa3(pairs: &[(&str, i64)]) -> sim::observe::report::Report {
+    fa3_on("h100-sxm", pairs)
+}
+
+#[test]
+fn fa3_on_the_whole_h200_does_what_cudnn_does_per_sm_cycle() {
+    // 2 heads x 66 query blocks of 128 rows: one tile per SM, 48 KV blocks of 176 each.
+    let r = fa3_on("h200-sxm", &[]);
+    assert_eq!((r.ctas, r.sms), (132, 132));
+    assert_eq!(r.flops, 2 * 8448 * 8448 * 128 * 4 / 2 * 2);
+    let per_sm_cycle = r.flops as f64 / (r.cycles as f64 * 132.0);
+    // cuDNN's FA3-class kernel at head dim 128, seqlen 8k: 2,946 FLOP per SM-cycle
+    // (calibration/data/h200-attention.csv, attn_flop_per_sm_cycle cudnn_hd128_s8192).
+    assert!(
+        (per_sm_cycle / 2946.07 - 1.0).abs() < 0.15,
+        "{per_sm_cycle:.0} FLOP per SM-cycle"
+    );
+}
+
+#[test]
+fn causal_fa3_does_half_the_work_and_longest_first_balances_it() {
+    // 16 heads x 16 query blocks of 128 rows, KV blocks of 128: tile m sees m + 1 blocks.
+    let base = [("causal", 1), ("heads", 16), ("seqlen", 2048)];
+    let lpt = fa3(&base);
+    let blocks: u64 = 16 * (1..=16).sum::<u64>();
+    assert_eq!(lpt.flops, blocks * 4 * 128 * 128 * 128);
+    let full = fa3(&[("heads", 16), ("seqlen", 2048), ("bn", 128)]);
+    assert_eq!(full.flops * 17, lpt.flops * 32);
+    // 256 tiles on 132 SMs: longest first leaves each SM within a few blocks of the mean;
+    // head by head, first block first, the last tiles handed out are the longest.
+    let naive = fa3(&[("causal", 1), ("heads", 16), ("seqlen", 2048), ("lpt", 0)]);
+    assert_eq!(naive.flops, lpt.flops);
+    let gain = naive.cycles as f64 / lpt.cycles as f64;
+    assert!(gain > 1.1, "longest first: {gain:.3}x");
+}

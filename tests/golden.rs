@@ -110,11 +110,12 @@ runs! {
     error_deadlock_ring: "tests/fixtures/errors/deadlock_ring.ron";
     error_bad_override: "tests/fixtures/errors/bad_override.ron";
     error_unknown_gpu: "tests/fixtures/errors/unknown_gpu.ron";
-    // Parameters, presets, seeds and trace levels that take other paths through the models.
-    fa3_no_pingpong: "scenarios/fa3_pingpong.ron", "--set", "pingpong=false";
-    fa3_no_intra_overlap: "scenarios/fa3_pingpong.ron", "--set", "intra_overlap=false";
-    fa3_instructions: "scenarios/fa3_pingpong.ron", "--trace-level", "instructions";
-    fa3_h200: "scenarios/fa3_pingpong.ron", "--gpu", "h200-sxm";
+    // Parameters, presets, seeds and trace levels that take other paths through the models
+    // (FA3's variants as one CTA: the pipeline, not the grid).
+    fa3_no_pingpong: "scenarios/fa3_pingpong.ron", "--set", "pingpong=false", "--set", "heads=1", "--set", "seqlen_q=128", "--set", "seqlen=4224";
+    fa3_no_intra_overlap: "scenarios/fa3_pingpong.ron", "--set", "intra_overlap=false", "--set", "heads=1", "--set", "seqlen_q=128", "--set", "seqlen=4224";
+    fa3_instructions: "scenarios/fa3_pingpong.ron", "--trace-level", "instructions", "--set", "heads=1", "--set", "seqlen_q=128", "--set", "seqlen=4224";
+    fa3_h200: "scenarios/fa3_pingpong.ron", "--gpu", "h200-sxm", "--set", "heads=1", "--set", "seqlen_q=128", "--set", "seqlen=4224";
     gemm_ws_one_stage: "scenarios/gemm_ws.ron", "--set", "stages=1";
     gemm_ws_two_stages_seed: "scenarios/gemm_ws.ron", "--set", "stages=2", "--seed", "7";
     gemm_h200_window: "scenarios/gemm.ron", "--gpu", "h200-sxm", "--trace-window", "1000..50000", "--trace-sms", "0..3";

@@ -11,6 +11,17 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::process::Command;
 
+/// `fa3_pingpong` as one CTA (one head, one query block of 128 rows, 4224 keys): the pipeline
+/// picture.
+const FA3_ONE_CTA: &[&str] = &[
+    "--set",
+    "heads=1",
+    "--set",
+    "seqlen_q=128",
+    "--set",
+    "seqlen=4224",
+];
+
 /// Runs a scenario with a trace at `level`; returns (run JSON, trace JSON, its path).
 fn traced(scenario: &str, level: &str, extra: &[&str]) -> (Value, Value, PathBuf) {
     traced_to(scenario, level, extra, &format!("{scenario}-{level}.json"))
@@ -209,7 +220,7 @@ fn kinds(trace: &Value) -> (Vec<(String, String)>, Vec<String>) {
 #[test]
 fn traces_account_for_every_warp_cycle() {
     for level in ["warps", "instructions"] {
-        let (run, trace, _) = traced("fa3_pingpong", level, &[]);
+        let (run, trace, _) = traced("fa3_pingpong", level, FA3_ONE_CTA);
         check_schema(&run, &trace);
         let (kinds, names) = kinds(&trace);
         for kind in ["mbarrier phase", "TMA complete", "named barrier"] {
@@ -454,7 +465,7 @@ fn slice_tip(warp: &str, (ts, dur, e): (u64, u64, &Value)) -> String {
 /// about half an iteration behind the first (ping-pong), with a GEMM's numbers on hover.
 #[test]
 fn the_report_zooms_pans_and_hovers_in_a_browser() {
-    let (run, trace, path) = traced("fa3_pingpong", "warps", &[]);
+    let (run, trace, path) = traced("fa3_pingpong", "warps", FA3_ONE_CTA);
     let target = slice_of(&trace, "consumer0.w0 (CTA 0)", 64);
     let mid = target.0 + target.1 / 2;
     // producer0.w0 to w3, then consumer0.w0.
@@ -606,7 +617,7 @@ out.shown = range();
     assert!(
         gemm.starts_with("consumer0 (CTA 0): GEMM 1 of iteration (wgmma group ")
             && gemm.contains("\ncommitted at cycle ")
-            && gemm.contains(": role `consumer`: program[3] if.then[15] loop(i).body[4] wgmma.commit_group\nruns "),
+            && gemm.contains(": role `consumer`: program[3] loop(i).body[8] if.then[16] loop(jj).body[5] wgmma.commit_group\nruns "),
         "{gemm}"
     );
     assert_eq!(r("chart"), (at(0, "from"), at(1, "to")));
@@ -845,11 +856,11 @@ fn counters_stay_within_physical_limits() {
 /// `--trace PATH.gz` writes gzip, which `sim stalls` and `sim report` read as they read JSON.
 #[test]
 fn gzip_traces_read_like_plain_ones() {
-    let (run, trace, gz) = traced_to("fa3_pingpong", "warps", &[], "fa3.json.gz");
+    let (run, trace, gz) = traced_to("fa3_pingpong", "warps", FA3_ONE_CTA, "fa3.json.gz");
     check_schema(&run, &trace);
     let raw = std::fs::read(&gz).unwrap();
     assert_eq!(raw[..2], [0x1f, 0x8b], "a gzip stream");
-    let (_, _, plain) = traced_to("fa3_pingpong", "warps", &[], "fa3-plain.json");
+    let (_, _, plain) = traced_to("fa3_pingpong", "warps", FA3_ONE_CTA, "fa3-plain.json");
     assert!(raw.len() * 5 < std::fs::metadata(&plain).unwrap().len() as usize);
     let stalls = |p: &PathBuf| sim_ok(&["stalls", p.to_str().unwrap(), "--json"]).stdout;
     assert_eq!(stalls(&gz), stalls(&plain));

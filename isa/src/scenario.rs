@@ -521,6 +521,12 @@ pub enum Instr {
         var: String,
         value: Expr,
     },
+    /// Gives the variable that a `Let` of an enclosing block bound a new value, for the rest of
+    /// the warp's run of that block (a running sum across loop iterations).
+    Assign {
+        var: String,
+        value: Expr,
+    },
     /// Leaves the innermost loop.
     Break,
     /// `atomicAdd` on a global counter; the old value is bound to `into` for the rest of the
@@ -600,6 +606,7 @@ impl Instr {
             Instr::LdGlobal { .. } => "ld.global",
             Instr::StGlobal { .. } => "st.global",
             Instr::Let { .. } => "let",
+            Instr::Assign { .. } => "assign",
             Instr::Break => "break",
             Instr::AtomicAdd { .. } => "atom.add",
             Instr::CpAsync { .. } => "cp.async",

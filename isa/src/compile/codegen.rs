@@ -53,11 +53,12 @@ impl Compiler<'_> {
 
     /// Compiles a block; variables bound in it (`Let`, `AtomicAdd`) go out of scope at its end.
     fn block(&mut self, body: &[Instr], path: &str) -> Result<(), Diagnostic> {
-        let (scope, next) = (self.scope.len(), self.next_slot);
+        let (scope, lets, next) = (self.scope.len(), self.lets.len(), self.next_slot);
         for (i, ins) in body.iter().enumerate() {
             self.instr(ins, &format!("{path}[{i}] {}", ins.mnemonic()))?;
         }
         self.scope.truncate(scope);
+        self.lets.truncate(lets);
         self.next_slot = next;
         Ok(())
     }
@@ -111,6 +112,13 @@ impl Compiler<'_> {
             Instr::Let { var, value } => {
                 let value = self.code(value, Names::Program, path)?;
                 let slot = self.bind(var, path)?;
+                self.lets.push(slot);
+                self.emit(Op::Set { slot, value }, path.to_string());
+                return Ok(());
+            }
+            Instr::Assign { var, value } => {
+                let value = self.code(value, Names::Program, path)?;
+                let slot = self.assignable(var, path)?;
                 self.emit(Op::Set { slot, value }, path.to_string());
                 return Ok(());
             }

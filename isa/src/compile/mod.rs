@@ -99,6 +99,8 @@ struct Compiler<'a> {
     limits: &'a Limits,
     /// Loop variables in scope, innermost last.
     scope: Vec<(String, u16)>,
+    /// The slots of `scope` that a `Let` bound: the only ones `Assign` may change.
+    lets: Vec<u16>,
     next_slot: u16,
     max_slot: u16,
     code: Vec<Op>,
@@ -130,6 +132,7 @@ impl<'a> Compiler<'a> {
             params,
             limits,
             scope: Vec::new(),
+            lets: Vec::new(),
             next_slot: program::slot::FIRST_LOOP_SLOT,
             max_slot: program::slot::FIRST_LOOP_SLOT,
             code: Vec::new(),

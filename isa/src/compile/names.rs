@@ -393,6 +393,19 @@ impl Compiler<'_> {
         Ok(s)
     }
 
+    /// The slot of `var` for `Assign`: a variable a `Let` bound, in scope here.
+    pub(super) fn assignable(&self, var: &str, path: &str) -> Result<u16, Diagnostic> {
+        let message = match self.scope.iter().rev().find(|(v, _)| v == var) {
+            Some(&(_, s)) if self.lets.contains(&s) => return Ok(s),
+            Some(_) => format!("`{var}` is a loop variable or an `AtomicAdd` result; `Assign` changes only a `Let`'s variable"),
+            None => format!(
+                "no variable `{var}` in scope to assign; `Assign` changes a variable that a `Let` bound in an enclosing block{}",
+                suggest(var, self.scope.iter().map(|(v, _)| v.as_str()))
+            ),
+        };
+        Err(Diagnostic::new(self.file, message).in_path(path))
+    }
+
     /// A run-time slot, free again when the enclosing block ends.
     pub(super) fn new_slot(&mut self) -> u16 {
         let s = self.next_slot;

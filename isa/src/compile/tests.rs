@@ -316,3 +316,41 @@ fn derived_parameter_errors_name_the_parameter_and_its_place() {
     .unwrap();
     assert_eq!(k.params["n"], 64);
 }
+
+#[test]
+fn assign_changes_only_a_let_variable_in_scope() {
+    let with = |body: &str| {
+        BASE.replace(
+            "WgmmaWait(0),\n            ]),",
+            &format!("WgmmaWait(0),\n            ]),\n            {body}"),
+        )
+    };
+    let ok = with(
+        r#"Let(var: "sum", value: "0"), Loop(var: "i", count: 4, body: [Assign(var: "sum", value: "sum + i")]),"#,
+    );
+    let k = try_compile(&ok, &[]).unwrap();
+    let sets = k.roles[0]
+        .code
+        .iter()
+        .filter(|op| matches!(op, Op::Set { .. }))
+        .count();
+    assert_eq!(sets, 2);
+    let e = try_compile(
+        &with(r#"Loop(var: "i", count: 4, body: [Assign(var: "i", value: "0")]),"#),
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.message,
+        "`i` is a loop variable or an `AtomicAdd` result; `Assign` changes only a `Let`'s variable"
+    );
+    let e = try_compile(
+        &with(r#"Let(var: "sum", value: "0"), Assign(var: "sun", value: "1"),"#),
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.message,
+        "no variable `sun` in scope to assign; `Assign` changes a variable that a `Let` bound in an enclosing block (did you mean `sum`?)"
+    );
+}

@@ -945,7 +945,10 @@ pub(super) fn specs() -> Vec<Spec> {
                 "fa3",
                 v("fa3_block", &format!("pp{pp}_io{io}_g1{suffix}")),
                 "fa3_pingpong",
+                // One CTA: one head, one query block; `seqlen` moves the keys only.
                 sets(&[
+                    ("heads", 1),
+                    ("seqlen_q", 128),
                     ("bn", 128),
                     ("stages", stages),
                     ("pingpong", pp),
