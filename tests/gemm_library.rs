@@ -42,7 +42,11 @@ fn every_schedule_does_the_gemms_flops_and_writes_c_once() {
         // Never under the tensor bound; at this size one tile a CTA, whose first loads and
         // epilogue are exposed (ping-pong's second warpgroup has no tile of its own).
         let a = r.analytic.as_ref().unwrap();
-        assert!((1.0..1.8).contains(&a.ratio), "{name}: {} x analytic", a.ratio);
+        assert!(
+            (1.0..1.8).contains(&a.ratio),
+            "{name}: {} x analytic",
+            a.ratio
+        );
     }
 }
 
@@ -87,7 +91,12 @@ fn ping_pong_hides_the_epilogue_that_the_cooperative_kernel_exposes() {
     // subtiles the cooperative kernel's longer epilogue holds its tensor pipe, while ping-pong
     // runs one warpgroup's epilogue beside the other's mainloop and does not slow down.
     let at = |name: &str, epi_n: i64| {
-        let mut p = shape(4096, 4096, 512, &[("bn", 128), ("stages", 5), ("epi_n", epi_n)]);
+        let mut p = shape(
+            4096,
+            4096,
+            512,
+            &[("bn", 128), ("stages", 5), ("epi_n", epi_n)],
+        );
         if name == "gemm" {
             p.push(("persistent", 1));
         }
@@ -111,26 +120,42 @@ fn registers_come_from_the_program() {
     let small = shape(1024, 1024, 1024, &[]);
     // Triton's launch count: accumulators + live values + the baseline, rounded to 8 registers:
     // 192 + 32 + 10 fits 255.
-    let fits = run("gemm_pipelined", &[&small[..], &[("num_warps", 4), ("bn", 192)]].concat());
+    let fits = run(
+        "gemm_pipelined",
+        &[&small[..], &[("num_warps", 4), ("bn", 192)]].concat(),
+    );
     assert!(fits.roles["warps"].spill.is_none());
     // 224 columns on one warpgroup: 224 accumulators + 32 + 10 = 266 > 255, 11 values spill and
     // the loop's integer work reloads them from local memory.
-    let spills = run("gemm_pipelined", &[&small[..], &[("num_warps", 4), ("bn", 224)]].concat());
+    let spills = run(
+        "gemm_pipelined",
+        &[&small[..], &[("num_warps", 4), ("bn", 224)]].concat(),
+    );
     let s = spills.roles["warps"].spill.as_ref().unwrap();
     assert_eq!((s.registers, s.budget, s.spilled), (266, 255, 11));
     assert!(s.local_loads > 0);
     // Small tiles need few registers: shared memory decides how many CTAs share an SM.
     let many = run(
         "gemm_pipelined",
-        &[&small[..], &[("num_warps", 4), ("bm", 64), ("bn", 64), ("stages", 2)]].concat(),
+        &[
+            &small[..],
+            &[("num_warps", 4), ("bm", 64), ("bn", 64), ("stages", 2)],
+        ]
+        .concat(),
     );
-    assert_eq!((many.ctas_per_sm, many.occupancy_limiter.as_str()), (4, "smem"));
+    assert_eq!(
+        (many.ctas_per_sm, many.occupancy_limiter.as_str()),
+        (4, "smem")
+    );
     // 8 warps on 64 x 16: 4 + 32 + 10 -> 48 registers, 12,288 a CTA, 5 CTAs in 65,536.
     let thin = run(
         "gemm_pipelined",
         &[&small[..], &[("bm", 64), ("bn", 16), ("stages", 2)]].concat(),
     );
-    assert_eq!((thin.ctas_per_sm, thin.occupancy_limiter.as_str()), (5, "regs"));
+    assert_eq!(
+        (thin.ctas_per_sm, thin.occupancy_limiter.as_str()),
+        (5, "regs")
+    );
 }
 
 #[test]

@@ -319,5 +319,9 @@ fn a_requirement_that_does_not_hold_is_the_first_error() {
     assert!(try_compile(&src, &[("n", 64)]).is_ok());
     // Only parameters and `num_sms` may appear.
     let e = try_compile(&src.replace("stages > 8", "warp > 8"), &[]).unwrap_err();
-    assert!(e.message.starts_with("unknown name `warp`"), "{}", e.message);
+    assert!(
+        e.message.starts_with("unknown name `warp`"),
+        "{}",
+        e.message
+    );
 }
