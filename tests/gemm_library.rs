@@ -191,3 +191,45 @@ fn unsupported_configurations_say_why() {
     assert!(refused("gemm", &[("bm", 256), ("bn", 192)])
         .contains("the CTA needs 262208 bytes of shared memory (sA 4x32768 B, sB 4x24576 B, sC 2x16384 B); h100-sxm allows at most 232448 per CTA"));
 }
+
+#[test]
+fn every_config_of_a_triton_grid_runs_or_is_refused_for_memory_or_registers() {
+    // BM x BN 64/128/256, BK 32/64, 4 or 8 warps, 2 to 4 stages: 108 configurations.
+    let (mut ran, mut smem, mut regs) = (0, 0, 0);
+    for bm in [64, 128, 256] {
+        for bn in [64, 128, 256] {
+            for bk in [32, 64] {
+                for warps in [4, 8] {
+                    for stages in [2, 3, 4] {
+                        let p = shape(
+                            256,
+                            256,
+                            128,
+                            &[
+                                ("bm", bm),
+                                ("bn", bn),
+                                ("bk", bk),
+                                ("num_warps", warps),
+                                ("stages", stages),
+                            ],
+                        );
+                        match run::run_file(&scenario("gemm_pipelined"), &sets(&p)) {
+                            Ok(r) => {
+                                assert_eq!(r.flops, 2 * 256 * 256 * 128, "{p:?}");
+                                ran += 1;
+                            }
+                            Err(e) if e.to_string().contains("bytes of shared memory") => smem += 1,
+                            Err(e) if e.to_string().contains("accumulators cannot be spilled") => {
+                                // More than 255 - 10 accumulators per thread.
+                                assert!(bm * bn / (32 * warps) > 245, "{p:?}");
+                                regs += 1;
+                            }
+                            Err(e) => panic!("{p:?}: {e}"),
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!((ran, smem, regs), (83, 6, 19));
+}
