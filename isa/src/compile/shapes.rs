@@ -1,5 +1,5 @@
-//! Shape checks: array shapes, TMA coordinates and boxes, wgmma's N, k-steps and operand sizes,
-//! and per-lane access widths.
+//! Shape checks: array shapes, TMA coordinates and boxes, wgmma's M, N, k-steps and operand
+//! sizes, and per-lane access widths.
 
 use super::names::Names;
 use super::Compiler;
