@@ -80,6 +80,8 @@ runs! {
     fa3_pingpong: "scenarios/fa3_pingpong.ron";
     gemm: "scenarios/gemm.ron";
     gemm_ampere: "scenarios/gemm_ampere.ron";
+    gemm_pingpong: "scenarios/gemm_pingpong.ron";
+    gemm_pipelined: "scenarios/gemm_pipelined.ron";
     gemm_ws: "scenarios/gemm_ws.ron";
     hbm_stream: "scenarios/hbm_stream.ron";
     persistent_gemm: "scenarios/persistent_gemm.ron";

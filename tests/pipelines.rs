@@ -944,8 +944,12 @@ fn the_oracles_fail_without_the_sanitizer_or_with_wrong_figures() {
 /// same at any size).
 fn small(name: &str) -> Vec<(String, i64)> {
     let sets: &[(&str, i64)] = match name {
-        "gemm" | "persistent_gemm" => &[("m", 512), ("n", 512), ("k", 512)],
+        "gemm" | "gemm_pingpong" | "gemm_pipelined" | "persistent_gemm" => {
+            &[("m", 512), ("n", 512), ("k", 512)]
+        }
         "gemm_ampere" => &[("m", 256), ("n", 256), ("k", 256)],
+        // One CTA of 6 KV blocks.
+        "fa3_pingpong" => &[("heads", 1), ("seqlen_q", 128), ("seqlen", 1056)],
         "hbm_stream" => &[("mib", 4)],
         "sector" => &[("ctas", 8)],
         _ => &[],

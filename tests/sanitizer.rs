@@ -295,7 +295,9 @@ fn correct_pipelines_check_clean_and_no_check_skips_the_sanitizer() {
         let opts = RunOptions {
             sets: match path.file_stem().and_then(|s| s.to_str()) {
                 // Keep the big ones short: the pipelines are the same.
-                Some("gemm" | "persistent_gemm") => vec![("k".into(), 512)],
+                Some("gemm" | "gemm_pingpong" | "gemm_pipelined" | "persistent_gemm") => {
+                    vec![("k".into(), 512)]
+                }
                 Some("hbm_stream") => vec![("mib".into(), 16)],
                 _ => vec![],
             },

@@ -168,7 +168,7 @@ impl RoleInfo {
 }
 
 /// A role's registers per thread as the compiler would count them: its live values, its wgmma
-/// accumulators (N/2 fp32 registers per thread for each label's widest m64nN wgmma) and the
+/// accumulators (N/2 fp32 registers per thread and m64 block for each label's widest wgmma) and the
 /// preset's baseline (addresses, loop counters, constants), against its budget (`regs`, at
 /// most the preset's per-thread maximum). What exceeds the budget lives in local memory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -299,7 +299,8 @@ pub enum Inst {
         parity: Code,
         poll: Poll,
     },
-    /// One logical wgmma: `ksteps` HGMMA instructions of m64 n`n` k16.
+    /// One logical wgmma: `ksteps` HGMMA instructions of m64 n`n` k16 (each k16 step of a wgmma
+    /// of M rows counts M/64 of them).
     Wgmma {
         n: u32,
         ksteps: u32,

@@ -213,6 +213,10 @@ pub struct Scenario {
     pub gpu_overrides: BTreeMap<String, ron::Value>,
     #[serde(default, deserialize_with = "unique_keys")]
     pub params: BTreeMap<String, ParamValue>,
+    /// Conditions the parameters must meet, checked before anything else: a configuration the
+    /// kernel does not support is refused with its reason instead of failing further on.
+    #[serde(default)]
+    pub requires: Vec<Require>,
     pub kernel: Kernel,
     /// Kernels launched after `kernel` in the same stream, in order: each starts once the one
     /// before has finished and the launch gap has passed, with the L2 as that one left it.
@@ -223,6 +227,15 @@ pub struct Scenario {
     pub launch: Launch,
     #[serde(default)]
     pub analytic: Option<Analytic>,
+}
+
+/// A condition on the parameters and the message that explains a configuration failing it.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Require {
+    /// An expression over the parameters and `num_sms`; 0 refuses the configuration.
+    pub cond: Expr,
+    pub message: String,
 }
 
 /// How a sequence of kernels reaches the GPU: one `cudaLaunchKernel` call each, or replayed
@@ -285,6 +298,10 @@ pub struct Counter {
 
 fn zero() -> Expr {
     Expr::int(0)
+}
+
+fn sixty_four() -> Expr {
+    Expr::int(64)
 }
 
 fn one() -> Expr {
@@ -442,8 +459,11 @@ pub enum Instr {
         #[serde(default)]
         poll: Poll,
     },
-    /// Warpgroup MMA m64 nN k16, repeated `ksteps` times (one HGMMA per step), fp32 accumulators.
+    /// Warpgroup MMA of `m` rows (m/64 m64nNk16 HGMMAs per k16 step), repeated `ksteps` times,
+    /// fp32 accumulators.
     Wgmma {
+        #[serde(default = "sixty_four")]
+        m: Expr,
         n: Expr,
         #[serde(default = "one")]
         ksteps: Expr,

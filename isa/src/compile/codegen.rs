@@ -182,6 +182,7 @@ impl Compiler<'_> {
                 poll: *poll,
             },
             Instr::Wgmma {
+                m,
                 n,
                 ksteps,
                 a,
@@ -189,13 +190,14 @@ impl Compiler<'_> {
                 acc,
             } => {
                 self.require(self.limits.has_wgmma, path, "wgmma (use mma)")?;
-                let shape = self.wgmma_shape(n, ksteps, a, b, path)?;
+                let shape = self.wgmma_shape(m, n, ksteps, a, b, path)?;
                 let acc = self.acc(acc.as_deref().unwrap_or(DEFAULT_ACC));
                 let widest = self.role_accs.entry(acc).or_default();
-                *widest = (*widest).max(shape.n);
+                *widest = (*widest).max(shape.blocks * shape.n);
                 Inst::Wgmma {
                     n: shape.n,
-                    ksteps: shape.ksteps,
+                    // The m64 blocks of each k16 step are HGMMAs of their own.
+                    ksteps: shape.blocks * shape.ksteps,
                     a: shape.a,
                     b: shape.b,
                     acc,

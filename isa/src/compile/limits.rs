@@ -135,7 +135,7 @@ impl Compiler<'_> {
     }
 
     /// A role's register estimate against its budget, once its program has named its
-    /// accumulators (`accs`: each label's widest wgmma N). Live values may spill to local
+    /// accumulators (`accs`: each label's widest wgmma, m64 blocks x N). Live values may spill to local
     /// memory; wgmma accumulators and the baseline must fit the budget.
     pub(super) fn role_registers(
         &self,
@@ -148,7 +148,7 @@ impl Compiler<'_> {
         let lim = self.limits;
         let est = Registers {
             live,
-            // m64nN fp32 accumulators over a warpgroup's 128 threads: N/2 registers each.
+            // m64nN fp32 accumulators over a warpgroup's 128 threads: N/2 registers per m64 block.
             accumulators: accs.values().map(|n| n / 2).sum(),
             baseline: lim.baseline_regs,
             budget: regs.min(lim.max_regs_per_thread),

@@ -157,6 +157,21 @@ impl<'a> Compiler<'a> {
         }
     }
 
+    /// The scenario's `requires`, in order: the first that does not hold is the error.
+    fn requirements(&self, s: &Scenario) -> Result<(), Diagnostic> {
+        for (i, r) in s.requires.iter().enumerate() {
+            let path = format!("requires[{i}]");
+            if self.constant(&r.cond, &path, "requirement")? == 0 {
+                return Err(self.err(
+                    Some(r.cond.id),
+                    &path,
+                    format!("{} (`{}` does not hold)", r.message, r.cond.text),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The pass driver: launch configuration, declarations, roles, then CTA-wide limits.
     fn kernel(
         &mut self,
@@ -164,6 +179,9 @@ impl<'a> Compiler<'a> {
         k: &crate::scenario::Kernel,
         kernel_name: String,
     ) -> Result<program::Kernel, Diagnostic> {
+        if self.at == "kernel" {
+            self.requirements(s)?;
+        }
         let grid_path = format!("{}.grid", self.at);
         let grid = self.in_range(&k.grid, &grid_path, "grid (CTAs)", 1, MAX_GRID)? as u32;
         let launch_regs = self.launch_regs(&k.regs_per_thread)?;

@@ -1,5 +1,5 @@
-//! Shape checks: array shapes, TMA coordinates and boxes, wgmma's N, k-steps and operand sizes,
-//! and per-lane access widths.
+//! Shape checks: array shapes, TMA coordinates and boxes, wgmma's M, N, k-steps and operand
+//! sizes, and per-lane access widths.
 
 use super::names::Names;
 use super::Compiler;
@@ -12,14 +12,20 @@ use crate::scenario::{AOperand, DType, Expr, Ref};
 /// wgmma N: a multiple of 8 in 8..=256 (PTX wgmma.mma_async, 16-bit types).
 const WGMMA_N_MAX: i64 = 256;
 
+/// The most rows one warpgroup's wgmma may cover: four m64 blocks, each N/2 accumulator registers
+/// per thread (CUTLASS tiles a warpgroup's M with repeated m64 atoms).
+const WGMMA_M_MAX: i64 = 256;
+
 /// The largest TMA box dimension, in elements (cuTensorMapEncodeTiled's boxDim).
 const TMA_BOX_MAX: u64 = 256;
 
 /// The most bytes a tensor, a buffer's slot, or all tensors together may take (256 TiB).
 pub(super) const MAX_BYTES: u64 = 1 << 48;
 
-/// A checked wgmma shape: m64 n`n` k(16 x `ksteps`), with its shared-memory operands.
+/// A checked wgmma shape: m`m` n`n` k(16 x `ksteps`), with its shared-memory operands.
 pub(super) struct WgmmaShape {
+    /// m64 blocks per k16 step (`m / 64`).
+    pub blocks: u32,
     pub n: u32,
     pub ksteps: u32,
     pub a: Option<SlotRef>,
@@ -147,12 +153,21 @@ impl Compiler<'_> {
     /// wgmma's N and k-steps, and operand slots large enough for A (64 x K) and B (N x K).
     pub(super) fn wgmma_shape(
         &self,
+        m: &Expr,
         n: &Expr,
         ksteps: &Expr,
         a: &AOperand,
         b: &Ref,
         path: &str,
     ) -> Result<WgmmaShape, Diagnostic> {
+        let mv = self.constant(m, path, "wgmma M")?;
+        if mv % 64 != 0 || !(64..=WGMMA_M_MAX).contains(&mv) {
+            return Err(self.err(
+                Some(m.id),
+                path,
+                format!("wgmma M is {mv}; expected 64, 128, 192 or 256 (m64nNk16 per 64 rows)"),
+            ));
+        }
         let nv = self.constant(n, path, "wgmma N")?;
         if nv % 8 != 0 || !(8..=WGMMA_N_MAX).contains(&nv) {
             return Err(self.err(
@@ -166,10 +181,11 @@ impl Compiler<'_> {
         let ks = self.in_range(ksteps, path, "wgmma k-steps", 1, 64)? as u32;
         let a = match a {
             AOperand::Regs => None,
-            AOperand::Smem(r) => Some(self.operand(r, path, 64 * 16 * ks as u64, "A")?),
+            AOperand::Smem(r) => Some(self.operand(r, path, mv as u64 * 16 * ks as u64, "A")?),
         };
         let b = self.operand(b, path, nv as u64 * 16 * ks as u64, "B")?;
         Ok(WgmmaShape {
+            blocks: (mv / 64) as u32,
             n: nv as u32,
             ksteps: ks,
             a,

@@ -354,3 +354,60 @@ fn assign_changes_only_a_let_variable_in_scope() {
         "no variable `sun` in scope to assign; `Assign` changes a variable that a `Let` bound in an enclosing block (did you mean `sum`?)"
     );
 }
+
+#[test]
+fn a_wgmma_of_m_rows_issues_m_over_64_hgmmas_per_k_step() {
+    let src = with_live("0", 232)
+        .replace(
+            "Buffer(name: \"sA\", slots: \"stages\", dtype: BF16, shape: [64, 64])",
+            "Buffer(name: \"sA\", slots: \"stages\", dtype: BF16, shape: [128, 64])",
+        )
+        .replace("Wgmma(n: \"n\",", "Wgmma(m: 128, n: \"n\",");
+    let k = try_compile(&src, &[]).unwrap();
+    let hgmmas: Vec<u32> = k.roles[0]
+        .code
+        .iter()
+        .filter_map(|op| match op {
+            Op::Issue(Inst::Wgmma { ksteps, .. }) => Some(*ksteps),
+            _ => None,
+        })
+        .collect();
+    // 2 m64 blocks x 4 k16 steps, beside `S`'s single block of 1 step.
+    assert_eq!(hgmmas, vec![8, 1]);
+    // Two m64 blocks of N = 128 hold 128 accumulator registers.
+    assert_eq!(k.roles[0].registers.unwrap().accumulators, 128 + 32);
+    // The A slot must hold all the rows.
+    let e = try_compile(&src.replace("shape: [128, 64]", "shape: [64, 64]"), &[]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "wgmma operand A needs 16384 bytes but a slot of `sA` holds 8192"
+    );
+    let e = try_compile(&src.replace("m: 128", "m: 96"), &[]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "wgmma M is 96; expected 64, 128, 192 or 256 (m64nNk16 per 64 rows)"
+    );
+}
+
+#[test]
+fn a_requirement_that_does_not_hold_is_the_first_error() {
+    let src = BASE.replace(
+        "kernel: Kernel(",
+        "requires: [Require(cond: \"n <= 64 || stages > 8\", message: \"n too wide\")],\nkernel: Kernel(",
+    );
+    let e = try_compile(&src, &[("n", 200)]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "n too wide (`n <= 64 || stages > 8` does not hold)"
+    );
+    assert_eq!(e.path.as_deref(), Some("requires[0]"));
+    assert_eq!(e.pos.unwrap().0, 5);
+    assert!(try_compile(&src, &[("n", 64)]).is_ok());
+    // Only parameters and `num_sms` may appear.
+    let e = try_compile(&src.replace("stages > 8", "warp > 8"), &[]).unwrap_err();
+    assert!(
+        e.message.starts_with("unknown name `warp`"),
+        "{}",
+        e.message
+    );
+}
