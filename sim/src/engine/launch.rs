@@ -99,6 +99,7 @@ impl Engine<'_> {
                         reg_kind: State::Wait,
                         hgmma_issued: 0,
                         hgmma_next: 0,
+                        mma_next: 0,
                         wgmma_groups: VecDeque::new(),
                         stores: AsyncGroups::default(),
                         copies: AsyncGroups::default(),

@@ -36,6 +36,8 @@ pub(crate) struct Warp {
     /// last one, `tensor_core::issue_gap`).
     pub hgmma_issued: u64,
     pub hgmma_next: u64,
+    /// The cycle this warp's next mma.sync may issue (`tensor.mma_issue_cycles`).
+    pub mma_next: u64,
     /// Committed wgmma groups not yet known complete: HGMMA count that closes each.
     pub wgmma_groups: VecDeque<u64>,
     /// TMA stores' bulk async-groups and cp.async groups.

@@ -255,6 +255,10 @@ pub struct Tensor {
     /// Cycles one mma.sync m16n8k16 holds its partition's tensor core, and its latency.
     pub mma_cycles: u64,
     pub mma_latency: u64,
+    /// The fewest cycles between one warp's mma.sync issues, however free its partition's
+    /// tensor core is (0: only the core limits them).
+    #[serde(default)]
+    pub mma_issue_cycles: u64,
     /// Extra cycles a partition's issue port is held by each ALU, FMA or MUFU warp-instruction
     /// it issues while the SM's tensor pipe runs an HGMMA (Nsight Compute's `dispatch_stall`);
     /// fractions accumulate. 0 where nothing was measured.
@@ -725,6 +729,11 @@ impl Preset {
             ("tensor.rs_min_cycles", t.rs_min_cycles, MAX_FIELD_CYCLES),
             ("tensor.mma_cycles", t.mma_cycles, MAX_FIELD_CYCLES),
             ("tensor.mma_latency", t.mma_latency, MAX_FIELD_CYCLES),
+            (
+                "tensor.mma_issue_cycles",
+                t.mma_issue_cycles,
+                MAX_FIELD_CYCLES,
+            ),
             ("barriers.named_latency", b.named_latency, MAX_FIELD_CYCLES),
             (
                 "barriers.named_per_warp",

@@ -4,7 +4,9 @@
 //!
 //! A compute macro is `n` independent warp-instructions. Each takes one issue slot and books its
 //! pipe for `32 / lanes` cycles (mma.sync: `tensor.mma_cycles`); its result is ready `latency`
-//! cycles after it starts. The warp keeps its pc while the count runs down, so other warps of
+//! cycles after it starts. One warp's mma.sync issue at most every `tensor.mma_issue_cycles`
+//! (on the H200 a warp alone issues independent HMMAs every 8.4 cycles, where 2 warps of a
+//! partition keep its core busy every 7.0: calibration/mma_sync.cu, mma_rate). The warp keeps its pc while the count runs down, so other warps of
 //! the partition may issue in between.
 //!
 //! Beside a running HGMMA the partition dispatches these more slowly: each ALU, FMA or MUFU
@@ -64,8 +66,11 @@ impl Engine<'_> {
         if at.starting && self.eval(w, count)? <= 0 {
             return Ok(None);
         }
-        let partition = self.warps[w as usize].partition as usize;
-        let pipe_free = self.parts[partition].pipes[pipe_index(pipe)].next_free();
+        let warp = &self.warps[w as usize];
+        let mut pipe_free = self.parts[warp.partition as usize].pipes[pipe_index(pipe)].next_free();
+        if pipe == Pipe::Mma {
+            pipe_free = pipe_free.max(warp.mma_next);
+        }
         if let Some(o) = self.spill_outcome(w, pipe, count, acc, at, pipe_free)? {
             return Ok(Some(o));
         }
@@ -148,6 +153,9 @@ impl Engine<'_> {
         let warp = &mut self.warps[w as usize];
         let part = &mut self.parts[warp.partition as usize];
         let (start, end) = part.pipes[pipe_index(pipe)].book(self.now, cycles);
+        if pipe == Pipe::Mma {
+            warp.mma_next = start + self.p.tensor.mma_issue_cycles;
+        }
         let beside = self.p.tensor.issue_beside_hgmma;
         let measured_beside = matches!(pipe, Pipe::Alu | Pipe::Fma | Pipe::Mufu);
         let tensor = &mut self.sms[warp.sm as usize].tensor;

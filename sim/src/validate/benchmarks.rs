@@ -135,6 +135,25 @@ pub(super) fn specs() -> Vec<Spec> {
             },
         );
     }
+    // mma.sync m16n8k16 per cycle per SM (calibration/mma_sync.cu): w warps of 8 independent
+    // chains each, one macro of 8 x iters in the twin.
+    for w in [1i64, 4, 8, 16] {
+        add(
+            "pipes",
+            format!("mma_rate w{w}"),
+            "HMMA/cycle/SM",
+            "mma_sync",
+            v("mma_rate", &format!("w{w}")),
+            "pipes",
+            sets(&[("op", 2), ("warpgroups", (w + 3) / 4), ("warps", w)]),
+            Metric::SlopeRate {
+                key: "iters",
+                lo: 64,
+                hi: 128,
+                amount: (w * 64 * 8) as f64,
+            },
+        );
+    }
     // Shared-memory wavefronts: cycles per warp-load over the conflict-free 4-byte load's.
     let base = sets(&[("width", 4), ("stride", 4)]);
     for (w, st) in [
@@ -389,13 +408,17 @@ pub(super) fn specs() -> Vec<Spec> {
         );
     }
     // Latencies.
-    for (test, op) in [("ffma_dep", 0), ("ex2_dep", 1)] {
+    for (test, op, program, param) in [
+        ("ffma_dep", 0, "core", "32"),
+        ("ex2_dep", 1, "core", "32"),
+        ("mma_dep", 2, "mma_sync", "1"),
+    ] {
         add(
             "latency",
             test.to_string(),
             "cycles",
-            "core",
-            v(test, "32"),
+            program,
+            v(test, param),
             "pipes",
             sets(&[("op", op), ("chains", 1), ("warpgroups", 1)]),
             Metric::per_iteration(64, 0.0),

@@ -16,6 +16,10 @@ const STORED: &[(&str, &str)] = &[
         include_str!("../../../calibration/data/h200-wgmma.csv"),
     ),
     (
+        "mma_sync",
+        include_str!("../../../calibration/data/h200-mma_sync.csv"),
+    ),
+    (
         "mem",
         include_str!("../../../calibration/data/h200-mem.csv"),
     ),

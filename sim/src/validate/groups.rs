@@ -44,7 +44,8 @@ pub(super) const GROUPS: &[Group] = &[
     Group {
         name: "pipes",
         bound: Bound::Relative(0.05),
-        note: "FFMA and MUFU.EX2 warp-instructions per cycle per SM",
+        note: "FFMA and MUFU.EX2 warp-instructions per cycle per SM; mma.sync m16n8k16 per \
+               cycle per SM from 1 to 16 warps",
     },
     Group {
         name: "smem_banks",
