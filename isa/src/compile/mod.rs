@@ -103,8 +103,11 @@ struct Compiler<'a> {
     max_slot: u16,
     code: Vec<Op>,
     paths: Vec<String>,
-    /// Per enclosing loop, the `Break` jumps to point at its exit.
-    breaks: Vec<Vec<u32>>,
+    /// Per enclosing loop, the lane-dependent `If`s open around it and the `Break` jumps to
+    /// point at its exit.
+    breaks: Vec<(u32, Vec<u32>)>,
+    /// Lane-dependent `If`s open around the instruction being compiled.
+    lane_ifs: u32,
     accs: Vec<String>,
     /// The role being compiled: each accumulator label's widest wgmma N.
     role_accs: BTreeMap<u16, u32>,
@@ -135,6 +138,7 @@ impl<'a> Compiler<'a> {
             code: Vec::new(),
             paths: Vec::new(),
             breaks: Vec::new(),
+            lane_ifs: 0,
             accs: Vec::new(),
             role_accs: BTreeMap::new(),
             counters: Vec::new(),

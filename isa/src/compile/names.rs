@@ -19,7 +19,7 @@ pub(super) enum Names {
     Params,
     /// Parameters, built-ins except `lane`, and loop variables.
     Program,
-    /// As `Program`, plus `lane` (per-lane address expressions).
+    /// As `Program`, plus `lane` (per-lane addresses, `If` conditions and `Loop` counts).
     Lanes,
 }
 
@@ -109,7 +109,8 @@ impl Compiler<'_> {
                 );
             }
             let hint = if unknown == "lane" {
-                " (`lane` is only defined in per-lane address expressions)".to_string()
+                " (`lane` is only defined in per-lane addresses, `If` conditions and `Loop` counts)"
+                    .to_string()
             } else {
                 suggest(&unknown, known.iter().copied())
             };

@@ -214,9 +214,10 @@ impl Engine<'_> {
                 .map_or("exit", |p| p.as_str());
             if state == State::MbarrierWait {
                 let bar = &self.k.mbarriers[warp.waiting_on as usize].name;
-                t.interval(w, state, since, self.now, &format!("{path} on {bar}"));
+                let what = format!("{path} on {bar}");
+                t.interval(w, state, (since, self.now), warp.state_lanes, &what);
             } else {
-                t.interval(w, state, since, self.now, path);
+                t.interval(w, state, (since, self.now), warp.state_lanes, path);
             }
         }
     }

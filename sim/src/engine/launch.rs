@@ -14,7 +14,8 @@ use crate::sm::local::LocalTraffic;
 use crate::sm::mbarrier::MBarrier;
 use crate::sm::named_barrier::NamedBarrier;
 use crate::sm::regfile::RegPool;
-use isa::program::{slot, WARPS_PER_WARPGROUP};
+use isa::divergence::Lanes;
+use isa::program::{slot, WARPS_PER_WARPGROUP, WARP_SIZE};
 use std::collections::VecDeque;
 
 impl Engine<'_> {
@@ -93,6 +94,7 @@ impl Engine<'_> {
                         slot: slot_idx as u8,
                         pc: 0,
                         env,
+                        lanes: Lanes::default(),
                         acct: Accounting::new(self.now, State::NotSelected),
                         progress: 0,
                         reg_ready: 0,
@@ -116,6 +118,8 @@ impl Engine<'_> {
                         polling: None,
                         wgmma_issue_wait: 0,
                         issued: 0,
+                        lanes_issued: 0,
+                        state_lanes: WARP_SIZE,
                         spill: None,
                         spill_carry: 0,
                         spill_slot: 0,

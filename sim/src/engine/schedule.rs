@@ -11,6 +11,7 @@ use crate::observe::warp_state::State;
 use crate::sm::async_groups::GroupKind;
 use crate::sm::tensor_core::WgmmaOperands;
 use crate::sm::tma::TmaOperands;
+use isa::divergence::{lane_values, FULL};
 use isa::program::{Inst, Op};
 use isa::scenario::Poll;
 
@@ -97,7 +98,9 @@ impl Engine<'_> {
         part.last = Some(s);
         part.issued += 1;
         self.set_state(w, State::Selected);
-        self.warps[w as usize].issued += 1;
+        let warp = &mut self.warps[w as usize];
+        warp.issued += 1;
+        warp.lanes_issued += u64::from(warp.lanes.active().count_ones());
         if let Err(msg) = self.issue(w) {
             self.fail(w, msg);
         }
@@ -143,6 +146,7 @@ impl Engine<'_> {
             } else {
                 warp.pc
             };
+            warp.state_lanes = warp.lanes.active().count_ones();
         }
     }
 
@@ -206,6 +210,61 @@ impl Engine<'_> {
                     warp.pc = if c == 0 { *target } else { pc as u32 + 1 };
                 }
                 Op::Jump { target } => warp.pc = *target,
+                Op::BranchLanes { cond, otherwise } => {
+                    let active = warp.lanes.active();
+                    let values =
+                        lane_values(&mut warp.env, cond, active).map_err(Fault::Condition)?;
+                    warp.pc = if warp.lanes.branch(&values) {
+                        pc as u32 + 1
+                    } else {
+                        *otherwise
+                    };
+                }
+                Op::ElseLanes { end } => {
+                    warp.pc = if warp.lanes.otherwise() {
+                        pc as u32 + 1
+                    } else {
+                        *end
+                    };
+                }
+                Op::LoopLanesStart {
+                    var,
+                    count_slot,
+                    count,
+                    exit,
+                } => {
+                    let active = warp.lanes.active();
+                    let trips =
+                        lane_values(&mut warp.env, count, active).map_err(Fault::LoopCount)?;
+                    let n = warp.lanes.loop_start(trips);
+                    if n > isa::compile::MAX_TRIPS {
+                        return Err(Fault::TripCount {
+                            count: n,
+                            limit: isa::compile::MAX_TRIPS,
+                        });
+                    }
+                    warp.env[*var as usize] = 0;
+                    warp.env[*count_slot as usize] = n;
+                    warp.pc = if n > 0 { pc as u32 + 1 } else { *exit };
+                }
+                Op::LoopLanesEnd {
+                    var,
+                    count_slot,
+                    body,
+                } => {
+                    let i = warp.env[*var as usize] + 1;
+                    warp.env[*var as usize] = i;
+                    warp.pc = if i < warp.env[*count_slot as usize] {
+                        warp.lanes.iteration(i);
+                        *body
+                    } else {
+                        pc as u32 + 1
+                    };
+                }
+                Op::Reconverge => {
+                    warp.lanes.reconverge();
+                    warp.pc += 1;
+                }
                 Op::Set { slot, value } => {
                     warp.env[*slot as usize] = value.eval(&warp.env).map_err(Fault::Let)?;
                     warp.pc += 1;
@@ -275,6 +334,13 @@ impl Engine<'_> {
         let Op::Issue(inst) = &k.roles[warp.role as usize].code[warp.pc as usize] else {
             unreachable!("evaluate stops only at issuing ops")
         };
+        let active = warp.lanes.active();
+        if let Some(name) = inst.aligned().filter(|_| active != FULL) {
+            return Err(Fault::Diverged {
+                inst: name,
+                active: active.count_ones(),
+            });
+        }
         let done = match inst {
             Inst::Compute { pipe, count, acc } => self.issue_compute(w, *pipe, count, *acc)?,
             Inst::Wgmma {

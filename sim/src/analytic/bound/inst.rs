@@ -11,7 +11,7 @@ use crate::sm::pipes::MAX_MACRO_COUNT;
 use crate::sm::tensor_core::Hgmma;
 use crate::{memory::coalesce, sm::smem, sm::tma};
 use isa::expr::Code;
-use isa::program::{lane_addresses, Inst, Pipe, SlotRef, WARP_SIZE};
+use isa::program::{lane_addresses, Inst, LaneAddrs, Pipe, SlotRef};
 
 impl Walk<'_> {
     /// Adds one instruction's demand; returns the issue slots it takes (0: skipped, as the
@@ -200,9 +200,9 @@ impl Walk<'_> {
 
     /// A warp's global access: one request per line it touches (the engine's split), all
     /// through the SM's port.
-    fn sectors(&mut self, d: &mut Demand, addrs: &[u64], width: u32, write: bool) {
+    fn sectors(&mut self, d: &mut Demand, addrs: &LaneAddrs, width: u32, write: bool) {
         let sector = self.p.memory.sector_bytes;
-        let sectors = coalesce::sectors(addrs, width, sector);
+        let sectors = coalesce::sectors(addrs.active(), width, sector);
         d.port_bytes += sectors.len() as u64 * sector;
         for (a, n) in coalesce::line_requests(&sectors, sector, self.p.memory.l2.line_bytes) {
             self.access(d, a, n, write);
@@ -262,7 +262,7 @@ impl Walk<'_> {
         tensor: u16,
         addr: &Code,
         width: u32,
-    ) -> Result<[u64; WARP_SIZE as usize], WalkError> {
+    ) -> Result<LaneAddrs, WalkError> {
         let (base, bytes) = self.tensor(tensor)?;
         self.lane_addrs(w, addr, base, bytes, width, "the tensor")
     }
@@ -274,19 +274,19 @@ impl Walk<'_> {
         s: &SlotRef,
         addr: &Code,
         width: u32,
-    ) -> Result<[u64; WARP_SIZE as usize], WalkError> {
+    ) -> Result<LaneAddrs, WalkError> {
         let base = self.slot_base(w, s)?;
         let limit = self.k.buffers[s.buf as usize].slot_bytes;
         self.lane_addrs(w, addr, base, limit, width, "the slot")
     }
 
     /// Shared-memory wavefronts of one warp access at `addrs` (bank conflicts).
-    fn wavefronts(&self, addrs: &[u64], width: u32) -> u64 {
+    fn wavefronts(&self, addrs: &LaneAddrs, width: u32) -> u64 {
         let p = &self.p.smem;
         smem::wavefronts(addrs, width, p.banks, p.bank_bytes) as u64
     }
 
-    /// The 32 lanes' addresses of a per-lane expression, checked as the engine checks them.
+    /// The active lanes' addresses of a per-lane expression, checked as the engine checks them.
     fn lane_addrs(
         &mut self,
         w: &mut WarpWalk,
@@ -295,8 +295,11 @@ impl Walk<'_> {
         limit: u64,
         width: u32,
         what: &'static str,
-    ) -> Result<[u64; WARP_SIZE as usize], WalkError> {
+    ) -> Result<LaneAddrs, WalkError> {
         self.spend(32)?;
-        Ok(lane_addresses(&mut w.env, addr, base, limit, width, what)?)
+        let mask = w.lanes.active();
+        Ok(lane_addresses(
+            &mut w.env, addr, mask, base, limit, width, what,
+        )?)
     }
 }
