@@ -180,16 +180,23 @@ impl Walk<'_> {
     }
 
     /// One L2 request of `bytes` at `addr`, in the units a fill moves (`memory.hbm.fetch_bytes`:
-    /// the memory system fills the touched sectors of a line in such groups).
+    /// the memory system fills the touched sectors of a line in such groups). A write fills
+    /// only the sectors it covers in part: one that covers its sectors whole needs no fill,
+    /// even when it leaves the rest of its unit untouched.
     fn access(&mut self, d: &mut Demand, addr: u64, bytes: u64, write: bool) {
         d.l2_bytes += bytes;
         let unit = self.p.memory.hbm.fetch_bytes;
+        let sector = self.p.memory.sector_bytes;
         let first = addr / unit;
         let last = (addr + bytes.max(1) - 1) / unit;
         for l in first..=last {
             let lo = addr.max(l * unit);
             let hi = (addr + bytes).min((l + 1) * unit);
-            let touch = match (write, hi.saturating_sub(lo) >= unit) {
+            // A warm tensor's lines are in L2 from the start (counting them present even past
+            // the L2's capacity keeps the bound a lower bound).
+            let warm = self.warm.iter().any(|r| r.contains(&lo));
+            let touch = match (write, warm || (lo % sector == 0 && hi % sector == 0)) {
+                (false, true) if warm => continue,
                 (false, _) => Touch::Read,
                 (true, true) => Touch::WholeWrite,
                 (true, false) => Touch::PartialWrite,

@@ -26,6 +26,8 @@ pub(super) struct Walk<'a> {
     pub(super) p: &'a Preset,
     /// Tensors laid out as the engine lays them out: one after another, 4 KiB aligned.
     pub(super) tensor_base: Vec<u64>,
+    /// The address ranges of tensors that start in L2 (`warm`): their reads need no fill.
+    pub(super) warm: Vec<std::ops::Range<u64>>,
     /// Atomic counters live after the tensors, one line each.
     pub(super) counter_base: u64,
     pub(super) lines: Lines,
@@ -39,15 +41,20 @@ pub(super) struct Walk<'a> {
 impl<'a> Walk<'a> {
     pub(super) fn new(k: &'a Kernel, p: &'a Preset, budget: u64) -> Self {
         let mut tensor_base = Vec::new();
+        let mut warm = Vec::new();
         let mut next = 0u64;
         for t in &k.tensors {
             tensor_base.push(next);
+            if t.warm {
+                warm.push(next..next.saturating_add(t.bytes));
+            }
             next = next.saturating_add(t.bytes).div_ceil(4096) * 4096;
         }
         Walk {
             k,
             p,
             tensor_base,
+            warm,
             counter_base: next,
             lines: Lines::default(),
             budget,
