@@ -81,7 +81,7 @@ fn coalescing_from_dram_moves_whole_lines_or_sector_pairs() {
 fn a_lane_dependent_branch_runs_both_paths() {
     let uniform = run("divergence", &[("mode", 0)]);
     let parity = run("divergence", &[("mode", 1)]);
-    assert_eq!((uniform.cycles, parity.cycles), (509, 1_021));
+    assert_eq!((uniform.cycles, parity.cycles), (2_045, 4_093));
     assert_eq!(parity.instructions, 2 * uniform.instructions);
     assert!(uniform.roles["w"].divergence.is_none());
     let d = parity.roles["w"].divergence.as_ref().unwrap();
