@@ -25,10 +25,11 @@ pub const FULL: Mask = u32::MAX;
 enum Frame {
     /// The lanes active before the `If`, and those that run its else-path.
     If { outer: Mask, otherwise: Mask },
-    /// The lanes active before the `Loop`, and each lane's trip count.
+    /// The lanes active before the `Loop`, and each lane's trip count (boxed: an `If` frame,
+    /// the common one, stays small).
     Loop {
         outer: Mask,
-        trips: [i64; WARP_SIZE as usize],
+        trips: Box<[i64; WARP_SIZE as usize]>,
     },
 }
 
@@ -97,7 +98,10 @@ impl Lanes {
             .map(|l| trips[l])
             .max()
             .unwrap_or(0);
-        self.frames.push(Frame::Loop { outer, trips });
+        self.frames.push(Frame::Loop {
+            outer,
+            trips: Box::new(trips),
+        });
         self.iteration(0);
         most
     }

@@ -195,11 +195,15 @@ impl Walk<'_> {
             // A warm tensor's lines are in L2 from the start (counting them present even past
             // the L2's capacity keeps the bound a lower bound).
             let warm = self.warm.iter().any(|r| r.contains(&lo));
-            let touch = match (write, warm || (lo % sector == 0 && hi % sector == 0)) {
-                (false, true) if warm => continue,
-                (false, _) => Touch::Read,
-                (true, true) => Touch::WholeWrite,
-                (true, false) => Touch::PartialWrite,
+            let touch = if !write {
+                if warm {
+                    continue;
+                }
+                Touch::Read
+            } else if warm || (lo.is_multiple_of(sector) && hi.is_multiple_of(sector)) {
+                Touch::WholeWrite
+            } else {
+                Touch::PartialWrite
             };
             self.lines.mark(l, touch);
         }
