@@ -120,6 +120,34 @@ fn warp_shuffles_save_the_single_warp_rounds_barriers() {
     assert!(eff(&tree) < 0.87 && eff(&shfl) > 0.98);
 }
 
+#[test]
+fn occupancy_follows_the_tightest_limit_and_pays_up_to_four_warps_per_partition() {
+    // (warpgroups, registers, KiB of shared memory) -> CTAs per SM, binding limit, cycles.
+    let cases = [
+        ((1, 32, 1), 16, "threads", 8_192),
+        ((8, 32, 1), 2, "threads", 8_192),
+        ((2, 128, 1), 2, "regs", 11_538),
+        ((2, 255, 1), 1, "regs", 23_552),
+        ((2, 32, 100), 2, "smem", 11_538),
+        ((2, 32, 20), 8, "threads", 8_192),
+        ((4, 64, 1), 2, "regs", 8_192),
+        ((8, 64, 1), 1, "regs", 9_633),
+    ];
+    for ((wg, regs, smem), ctas, limiter, cycles) in cases {
+        let r = run(
+            "occupancy",
+            &[("warpgroups", wg), ("regs", regs), ("smem_kib", smem)],
+        );
+        let what = format!("{wg} warpgroups, {regs} registers, {smem} KiB");
+        assert_eq!(
+            (r.ctas_per_sm, r.occupancy_limiter.as_str(), r.cycles),
+            (ctas, limiter, cycles),
+            "{what}"
+        );
+        agrees(&r, 0.02, &what);
+    }
+}
+
 /// A one-warpgroup kernel running `body` with a 64 KiB tensor `X` and a 64 KiB buffer `s`.
 fn kernel(body: &str) -> String {
     format!(
