@@ -18,9 +18,10 @@
 //   div_trips     : cycles of 4 warps running a loop of 32 dependent FFMAs per trip; param
 //                   lanes (lane L runs 1 + L * 31 / 31 = L + 1 trips: the warp runs 32) or
 //                   uniform (every lane 32 trips) (divergence.ron modes 2 and 3)
-// The FFMAs are asm volatile so that the compiler neither merges nor speculates the two paths:
-// if div_branch's uniform row comes out as high as its parity row, check the SASS
-// (cuobjdump -sass fundamentals | grep -E 'BSSY|BRA') for a predicated if/else.
+// The FFMAs are asm volatile, and the two paths' asm differs, so that the compiler neither
+// merges nor speculates the paths. If div_branch's uniform row comes out as high as its parity
+// row, check the SASS (cuobjdump -sass fundamentals | grep -E 'BSSY|BRA') for a predicated
+// if/else.
 // Build: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -o fundamentals fundamentals.cu
 #include "common.cuh"
 
@@ -35,9 +36,16 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return (uint32_t)__cvta_generic_to_shared(p);
 }
 
+// kChain dependent FFMAs on x. FTZ picks the .ftz form (same pipe and latency): the two paths
+// of an if/else then differ in their asm text, so the compiler cannot merge them into one chain
+// with selected operands.
+template <bool FTZ>
 __device__ __forceinline__ void ffma_chain(float& x, float a, float b) {
 #pragma unroll
-  for (int k = 0; k < kChain; ++k) asm volatile("fma.rn.f32 %0, %0, %1, %2;" : "+f"(x) : "f"(a), "f"(b));
+  for (int k = 0; k < kChain; ++k) {
+    if (FTZ) asm volatile("fma.rn.ftz.f32 %0, %0, %1, %2;" : "+f"(x) : "f"(a), "f"(b));
+    else asm volatile("fma.rn.f32 %0, %0, %1, %2;" : "+f"(x) : "f"(a), "f"(b));
+  }
 }
 
 // ---------------------------------------------------------------- coalescing
@@ -101,8 +109,8 @@ __global__ void branch_kernel(int iters, float a, float b, unsigned long long* c
   long long t0 = clock64();
 #pragma unroll 1
   for (int i = 0; i < iters; ++i) {
-    if (take) ffma_chain(x, a, b);
-    else ffma_chain(x, b, a);
+    if (take) ffma_chain<false>(x, a, b);
+    else ffma_chain<true>(x, b, a);
   }
   __syncthreads();
   long long t1 = clock64();
@@ -119,7 +127,7 @@ __global__ void trips_kernel(int trips, float a, float b, unsigned long long* cy
   __syncthreads();
   long long t0 = clock64();
 #pragma unroll 1
-  for (int i = 0; i < mine; ++i) ffma_chain(x, a, b);
+  for (int i = 0; i < mine; ++i) ffma_chain<false>(x, a, b);
   __syncthreads();
   long long t1 = clock64();
   if (threadIdx.x == 0) *cyc = (unsigned long long)(t1 - t0);

@@ -176,6 +176,7 @@ impl<'a> Walk<'a> {
                 }
                 Op::Jump { target } => pc = *target as usize,
                 Op::BranchLanes { cond, otherwise } => {
+                    self.spend(32).map_err(err)?;
                     let active = w.lanes.active();
                     let values = lane_values(&mut w.env, cond, active)
                         .map_err(|e| err(WalkError::Eval(e).within("condition")))?;
@@ -198,6 +199,7 @@ impl<'a> Walk<'a> {
                     count,
                     exit,
                 } => {
+                    self.spend(32).map_err(err)?;
                     let active = w.lanes.active();
                     let trips = lane_values(&mut w.env, count, active)
                         .map_err(|e| err(WalkError::Eval(e).within("loop count")))?;
