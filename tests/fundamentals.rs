@@ -86,6 +86,10 @@ fn a_lane_dependent_branch_runs_both_paths() {
     assert!(uniform.roles["w"].divergence.is_none());
     let d = parity.roles["w"].divergence.as_ref().unwrap();
     assert_eq!((d.threads_per_instruction, d.efficiency), (16.0, 0.5));
+    // Nsight Compute's name for it, only where lanes were masked off.
+    let threads = "smsp__thread_inst_executed_per_inst_executed.ratio";
+    assert_eq!(parity.ncu.get(threads), Some(&16.0));
+    assert_eq!(uniform.ncu.get(threads), None);
     for r in [&uniform, &parity] {
         agrees(r, 0.02, "if/else");
     }
