@@ -1,7 +1,7 @@
 //! The compiled kernel: what the simulator runs. Names are resolved to small indices, parameters
 //! folded into constants, loops and conditionals turned into counters and jumps.
 
-use crate::divergence::Mask;
+use crate::divergence::{Mask, FULL};
 use crate::expr::{Code, EvalError};
 use crate::scenario::{DType, Poll};
 use std::collections::BTreeMap;
@@ -482,8 +482,14 @@ pub fn lane_addresses(
     };
     let active = |lane: usize| mask & (1 << lane) != 0;
     if let Some(values) = addr.eval_lanes(env, slot::LANE) {
-        for (lane, (o, a)) in out.addrs.iter_mut().zip(values).enumerate() {
-            if active(lane) {
+        let lanes = out.addrs.iter_mut().zip(values).enumerate();
+        // The whole warp, the usual case, without a test per lane.
+        if mask == FULL {
+            for (lane, (o, a)) in lanes {
+                *o = in_range(lane, a)?;
+            }
+        } else {
+            for (lane, (o, a)) in lanes.filter(|(lane, _)| active(*lane)) {
                 *o = in_range(lane, a)?;
             }
         }
@@ -507,7 +513,6 @@ pub fn lane_addresses(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::divergence::FULL;
     use crate::expr::{parse, Binding};
 
     /// `text` compiled with `lane` bound to its slot.

@@ -14,8 +14,8 @@ use crate::sm::local::LocalTraffic;
 use crate::sm::mbarrier::MBarrier;
 use crate::sm::named_barrier::NamedBarrier;
 use crate::sm::regfile::RegPool;
-use isa::divergence::Lanes;
-use isa::program::{slot, WARPS_PER_WARPGROUP, WARP_SIZE};
+use isa::divergence::{Lanes, FULL};
+use isa::program::{slot, WARPS_PER_WARPGROUP};
 use std::collections::VecDeque;
 
 impl Engine<'_> {
@@ -118,8 +118,8 @@ impl Engine<'_> {
                         polling: None,
                         wgmma_issue_wait: 0,
                         issued: 0,
-                        lanes_issued: 0,
-                        state_lanes: WARP_SIZE,
+                        masked_lanes: 0,
+                        state_mask: FULL,
                         spill: None,
                         spill_carry: 0,
                         spill_slot: 0,

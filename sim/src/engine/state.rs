@@ -11,7 +11,7 @@ use crate::sm::mbarrier::{MBarrier, Polling};
 use crate::sm::named_barrier::NamedBarrier;
 use crate::sm::regfile::RegPool;
 use crate::sm::tensor_core::TensorPipe;
-use isa::divergence::Lanes;
+use isa::divergence::{Lanes, Mask};
 use isa::program::WARPS_PER_WARPGROUP;
 use std::collections::VecDeque;
 
@@ -74,10 +74,11 @@ pub(crate) struct Warp {
     pub hold: Option<State>,
     pub hold_pc: u32,
     pub issued: u64,
-    /// Active lanes summed over the issued warp-instructions.
-    pub lanes_issued: u64,
+    /// Lanes masked off, summed over the issued warp-instructions (0 unless the warp diverged:
+    /// a warp-wide count costs nothing on the common path).
+    pub masked_lanes: u64,
     /// The active lanes when the current state interval began (for the trace).
-    pub state_lanes: u32,
+    pub state_mask: Mask,
     /// The spilled part of the current compute macro (`crate::sm::local`), the running count
     /// that decides which warp-instructions touch a spilled value, the frame slot of the next
     /// one, and the warp's local-memory traffic.

@@ -6,6 +6,7 @@ use crate::gpu::cta_scheduler::Occupancy;
 use crate::memory::system::{MemStats, MemSys};
 use crate::observe::warp_state::State;
 use crate::sm::local::LocalTraffic;
+use isa::program::WARP_SIZE;
 
 /// Per-unit busy cycles of the SM.
 #[derive(Clone, Debug, Default)]
@@ -159,7 +160,7 @@ impl Engine<'_> {
             cycles: w.acct.cycles_at(end),
             lifetime: w.acct.lifetime_at(end),
             issued: w.issued,
-            lanes: w.lanes_issued,
+            lanes: w.issued * u64::from(WARP_SIZE) - w.masked_lanes,
             local: w.local,
         }
     }

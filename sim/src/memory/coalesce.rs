@@ -1,11 +1,22 @@
 //! Global-memory coalescing: the 32-byte sectors one warp access touches follow from the
 //! lanes' addresses (CUDA C++ Programming Guide, "Device Memory Accesses").
 
-/// The distinct `sector_bytes` sectors (sector indices, ascending) touched by the (active)
-/// lanes' accesses of `width` bytes each at `addrs`.
-pub fn sectors(addrs: impl IntoIterator<Item = u64>, width: u32, sector_bytes: u64) -> Vec<u64> {
+use isa::divergence::FULL;
+use isa::program::LaneAddrs;
+
+/// The distinct `sector_bytes` sectors (sector indices, ascending) touched by the active lanes'
+/// accesses of `width` bytes each.
+pub fn sectors(a: &LaneAddrs, width: u32, sector_bytes: u64) -> Vec<u64> {
+    // The whole warp, the usual case, without a test per lane.
+    if a.mask == FULL {
+        sectors_of(a.addrs.iter().copied(), width, sector_bytes)
+    } else {
+        sectors_of(a.active(), width, sector_bytes)
+    }
+}
+
+fn sectors_of(addrs: impl Iterator<Item = u64>, width: u32, sector_bytes: u64) -> Vec<u64> {
     let mut s: Vec<u64> = addrs
-        .into_iter()
         .flat_map(|a| (a / sector_bytes)..=((a + width as u64 - 1) / sector_bytes))
         .collect();
     // Lanes usually walk up through memory: then the sectors come in order already.
@@ -41,43 +52,46 @@ pub fn line_requests(sectors: &[u64], sector_bytes: u64, line_bytes: u64) -> Vec
 mod tests {
     use super::*;
 
-    fn lanes(f: impl Fn(u64) -> u64) -> Vec<u64> {
-        (0..32).map(f).collect()
+    fn lanes(f: impl Fn(u64) -> u64) -> LaneAddrs {
+        LaneAddrs {
+            addrs: std::array::from_fn(|l| f(l as u64)),
+            mask: FULL,
+        }
     }
 
     #[test]
     fn consecutive_words_are_four_sectors() {
-        assert_eq!(sectors(lanes(|l| l * 4), 4, 32), vec![0, 1, 2, 3]);
+        assert_eq!(sectors(&lanes(|l| l * 4), 4, 32), vec![0, 1, 2, 3]);
     }
 
     #[test]
     fn a_row_stride_is_one_sector_per_lane() {
-        assert_eq!(sectors(lanes(|l| l * 1024), 4, 32).len(), 32);
+        assert_eq!(sectors(&lanes(|l| l * 1024), 4, 32).len(), 32);
     }
 
     #[test]
     fn sectors_group_into_line_requests() {
         // 32 consecutive words: one whole 128-byte line.
-        let s = sectors(lanes(|l| l * 4), 4, 32);
+        let s = sectors(&lanes(|l| l * 4), 4, 32);
         assert_eq!(line_requests(&s, 32, 128), vec![(0, 128)]);
         // 16 B per lane from byte 96: sector 3 of line 0, then lines 1..4 whole, then one
         // sector of line 4.
-        let s = sectors(lanes(|l| 96 + l * 16), 16, 32);
+        let s = sectors(&lanes(|l| 96 + l * 16), 16, 32);
         let r = line_requests(&s, 32, 128);
         assert_eq!(r.first(), Some(&(96, 32)));
         assert_eq!(r[1..4], [(128, 128), (256, 128), (384, 128)]);
         assert_eq!(r.last(), Some(&(512, 96)));
         // A 1 KiB stride: 32 requests of one sector each.
-        let s = sectors(lanes(|l| l * 1024), 4, 32);
+        let s = sectors(&lanes(|l| l * 1024), 4, 32);
         assert_eq!(line_requests(&s, 32, 128).len(), 32);
     }
 
     #[test]
     fn misaligned_and_wide_accesses() {
         // 32 x 4 B starting 4 bytes into a sector: spills into a fifth sector.
-        assert_eq!(sectors(lanes(|l| 4 + l * 4), 4, 32).len(), 5);
+        assert_eq!(sectors(&lanes(|l| 4 + l * 4), 4, 32).len(), 5);
         // 32 x 16 B contiguous = 512 B = 16 sectors; all lanes on one word = 1.
-        assert_eq!(sectors(lanes(|l| l * 16), 16, 32).len(), 16);
-        assert_eq!(sectors(lanes(|_| 100), 4, 32).len(), 1);
+        assert_eq!(sectors(&lanes(|l| l * 16), 16, 32).len(), 16);
+        assert_eq!(sectors(&lanes(|_| 100), 4, 32).len(), 1);
     }
 }

@@ -24,7 +24,7 @@ impl Engine<'_> {
         let t = &self.k.tensors[tensor as usize];
         let base = self.tensor_base[tensor as usize];
         let addrs = self.lane_addrs(w, addr, base, t.bytes, width, "the tensor")?;
-        Ok(sectors(addrs.active(), width, self.p.memory.sector_bytes))
+        Ok(sectors(&addrs, width, self.p.memory.sector_bytes))
     }
 
     /// ld/st.global: a load's result is ready when its last line is back; a store's data leaves

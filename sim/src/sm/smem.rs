@@ -26,31 +26,43 @@ pub fn wavefronts(a: &LaneAddrs, width: u32, banks: u32, bank_bytes: u32) -> u32
     let lanes_per_phase = (port / width.max(bank_bytes) as usize).clamp(1, a.addrs.len());
     let mut total = 0;
     for (p, phase) in a.addrs.chunks(lanes_per_phase).enumerate() {
-        let first_lane = p * lanes_per_phase;
-        let active = |l: usize| a.mask & (1 << (first_lane + l)) != 0;
-        if !(0..phase.len()).any(active) {
-            continue;
-        }
-        // Distinct words the phase's active lanes touch, then the busiest bank's count of them.
-        let mut words: Vec<u64> = phase
-            .iter()
-            .enumerate()
-            .filter(|&(l, _)| active(l))
-            .flat_map(|(_, &a)| {
-                let first = a / bank_bytes as u64;
-                let last = (a + width as u64 - 1) / bank_bytes as u64;
-                first..=last
-            })
-            .collect();
-        words.sort_unstable();
-        words.dedup();
-        let mut per_bank = vec![0u32; banks as usize];
-        for w in words {
-            per_bank[(w % banks as u64) as usize] += 1;
-        }
-        total += per_bank.into_iter().max().unwrap_or(0).max(1);
+        let all = (1u64 << phase.len()) - 1;
+        let bits = (u64::from(a.mask) >> (p * lanes_per_phase)) & all;
+        // A whole phase, the usual case, without a test per lane.
+        total += match bits {
+            0 => 0,
+            b if b == all => phase_wavefronts(phase.iter().copied(), width, banks, bank_bytes),
+            b => {
+                let lanes = phase.iter().enumerate().filter(|&(l, _)| b & (1 << l) != 0);
+                phase_wavefronts(lanes.map(|(_, &a)| a), width, banks, bank_bytes)
+            }
+        };
     }
     total
+}
+
+/// One phase's wavefronts: the distinct words its lanes at `addrs` touch, then the busiest
+/// bank's count of them.
+fn phase_wavefronts(
+    addrs: impl Iterator<Item = u64>,
+    width: u32,
+    banks: u32,
+    bank_bytes: u32,
+) -> u32 {
+    let mut words: Vec<u64> = addrs
+        .flat_map(|a| {
+            let first = a / bank_bytes as u64;
+            let last = (a + width as u64 - 1) / bank_bytes as u64;
+            first..=last
+        })
+        .collect();
+    words.sort_unstable();
+    words.dedup();
+    let mut per_bank = vec![0u32; banks as usize];
+    for w in words {
+        per_bank[(w % banks as u64) as usize] += 1;
+    }
+    per_bank.into_iter().max().unwrap_or(0).max(1)
 }
 
 impl Engine<'_> {

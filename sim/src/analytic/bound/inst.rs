@@ -213,7 +213,7 @@ impl Walk<'_> {
     /// through the SM's port.
     fn sectors(&mut self, d: &mut Demand, addrs: &LaneAddrs, width: u32, write: bool) {
         let sector = self.p.memory.sector_bytes;
-        let sectors = coalesce::sectors(addrs.active(), width, sector);
+        let sectors = coalesce::sectors(addrs, width, sector);
         d.port_bytes += sectors.len() as u64 * sector;
         for (a, n) in coalesce::line_requests(&sectors, sector, self.p.memory.l2.line_bytes) {
             self.access(d, a, n, write);
