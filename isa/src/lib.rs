@@ -4,12 +4,14 @@
 //! - [`expr`]: integer expressions and array references.
 //! - [`program`]: the compiled form the simulator runs (flat ops, names resolved to indices,
 //!   parameters folded), produced by [`compile`] together with static validation.
+//! - [`divergence`]: which lanes of a warp are active under lane-dependent `If`s and `Loop`s.
 //! - [`diag`]: errors with file:line:column and a snippet.
 //!
 //! No timing lives here.
 
 pub mod compile;
 pub mod diag;
+pub mod divergence;
 pub mod expr;
 pub mod program;
 pub mod scenario;

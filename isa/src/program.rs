@@ -1,6 +1,7 @@
 //! The compiled kernel: what the simulator runs. Names are resolved to small indices, parameters
 //! folded into constants, loops and conditionals turned into counters and jumps.
 
+use crate::divergence::{Mask, FULL};
 use crate::expr::{Code, EvalError};
 use crate::scenario::{DType, Poll};
 use std::collections::BTreeMap;
@@ -217,6 +218,35 @@ pub enum Op {
     Jump {
         target: u32,
     },
+    /// A lane-dependent `If` (`crate::divergence`): the active lanes where `cond` is non-zero
+    /// run the then-path; jumps to `otherwise` (the `If`'s `ElseLanes`) when none does.
+    BranchLanes {
+        cond: Code,
+        otherwise: u32,
+    },
+    /// The end of a lane-dependent `If`'s then-path: its other lanes run the else-path; jumps
+    /// to `end` (the `If`'s `Reconverge`) when there are none.
+    ElseLanes {
+        end: u32,
+    },
+    /// A lane-dependent `Loop`: `count` is evaluated once per active lane; `var` = 0 and
+    /// `count_slot` = the largest count; jumps to `exit` (the loop's `Reconverge`) when that is
+    /// not positive.
+    LoopLanesStart {
+        var: u16,
+        count_slot: u16,
+        count: Code,
+        exit: u32,
+    },
+    /// `var` += 1; jumps back to `body` while `var` < count, with the lanes whose own count
+    /// is done masked off.
+    LoopLanesEnd {
+        var: u16,
+        count_slot: u16,
+        body: u32,
+    },
+    /// The end of a lane-dependent `If` or `Loop`: the lanes active before it are active again.
+    Reconverge,
     /// `slot` = `value` (a `Let`).
     Set {
         slot: u16,
@@ -367,6 +397,26 @@ pub enum Inst {
     },
 }
 
+impl Inst {
+    /// The PTX instruction is `.sync.aligned` (or, for `bar.sync`, aligned by definition): every
+    /// thread of the warp must execute it together, so it may not run with lanes masked off.
+    pub fn aligned(&self) -> Option<&'static str> {
+        Some(match self {
+            Inst::Wgmma { .. } => "wgmma.mma_async",
+            Inst::WgmmaFence => "wgmma.fence",
+            Inst::WgmmaCommit => "wgmma.commit_group",
+            Inst::WgmmaWait { .. } => "wgmma.wait_group",
+            Inst::BarSync { .. } => "bar.sync",
+            Inst::BarArrive { .. } => "bar.arrive",
+            Inst::SetMaxNReg { .. } => "setmaxnreg",
+            Inst::Compute {
+                pipe: Pipe::Mma, ..
+            } => "mma.sync",
+            _ => return None,
+        })
+    }
+}
+
 /// Why a warp's per-lane address expression gives no addresses.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LaneError {
@@ -382,18 +432,43 @@ pub enum LaneError {
     },
 }
 
-/// The 32 lanes' byte addresses of the per-lane expression `addr`, evaluated over a warp's
-/// variables `env` with the `lane` slot set to each lane in turn (and back to 0 after). Each
-/// lane's `width` bytes must lie within `limit` bytes from `base`; `what` names that range.
+/// A warp access's byte addresses, one per lane, and the lanes that take part in it (the
+/// entries of the others are meaningless).
+#[derive(Clone, Copy, Debug)]
+pub struct LaneAddrs {
+    pub addrs: [u64; WARP_SIZE as usize],
+    pub mask: Mask,
+}
+
+impl LaneAddrs {
+    /// The active lanes' addresses, in lane order.
+    pub fn active(&self) -> impl Iterator<Item = u64> + '_ {
+        let mask = self.mask;
+        self.addrs
+            .iter()
+            .enumerate()
+            .filter(move |(l, _)| mask & (1 << l) != 0)
+            .map(|(_, &a)| a)
+    }
+}
+
+/// The byte addresses of the per-lane expression `addr` for the lanes of `mask`, evaluated over
+/// a warp's variables `env` with the `lane` slot set to each lane in turn (and back to 0 after).
+/// Each active lane's `width` bytes must lie within `limit` bytes from `base`; `what` names that
+/// range. Inactive lanes are neither evaluated for errors nor checked.
 pub fn lane_addresses(
     env: &mut [i64],
     addr: &Code,
+    mask: Mask,
     base: u64,
     limit: u64,
     width: u32,
     what: &'static str,
-) -> Result<[u64; WARP_SIZE as usize], LaneError> {
-    let mut out = [0; WARP_SIZE as usize];
+) -> Result<LaneAddrs, LaneError> {
+    let mut out = LaneAddrs {
+        addrs: [base; WARP_SIZE as usize],
+        mask,
+    };
     let in_range = |lane: usize, a: i64| {
         if a < 0 || a as u64 + width as u64 > limit {
             return Err(LaneError::OutOfRange {
@@ -406,18 +481,32 @@ pub fn lane_addresses(
         }
         Ok(base + a as u64)
     };
+    let active = |lane: usize| mask & (1 << lane) != 0;
     if let Some(values) = addr.eval_lanes(env, slot::LANE) {
-        for (lane, (o, a)) in out.iter_mut().zip(values).enumerate() {
-            *o = in_range(lane, a)?;
+        let lanes = out.addrs.iter_mut().zip(values).enumerate();
+        // The whole warp, the usual case, without a test per lane.
+        if mask == FULL {
+            for (lane, (o, a)) in lanes {
+                *o = in_range(lane, a)?;
+            }
+        } else {
+            for (lane, (o, a)) in lanes.filter(|(lane, _)| active(*lane)) {
+                *o = in_range(lane, a)?;
+            }
         }
         return Ok(out);
     }
-    // Lane by lane: the first failing lane's error.
-    let result = out.iter_mut().enumerate().try_for_each(|(lane, o)| {
-        env[slot::LANE as usize] = lane as i64;
-        *o = in_range(lane, addr.eval(env)?)?;
-        Ok(())
-    });
+    // Lane by lane: the first failing active lane's error.
+    let result = out
+        .addrs
+        .iter_mut()
+        .enumerate()
+        .filter(|(lane, _)| active(*lane))
+        .try_for_each(|(lane, o)| {
+            env[slot::LANE as usize] = lane as i64;
+            *o = in_range(lane, addr.eval(env)?)?;
+            Ok(())
+        });
     env[slot::LANE as usize] = 0;
     result.map(|()| out)
 }
@@ -438,11 +527,20 @@ mod tests {
     #[test]
     fn lane_addresses_cover_the_warp_and_stay_in_range() {
         let mut env = vec![0i64; slot::LANE as usize + 1];
-        let a = lane_addresses(&mut env, &per_lane("lane * 8"), 1000, 256, 8, "the slot").unwrap();
-        assert_eq!(a.len(), 32);
+        let a = lane_addresses(
+            &mut env,
+            &per_lane("lane * 8"),
+            FULL,
+            1000,
+            256,
+            8,
+            "the slot",
+        )
+        .unwrap()
+        .addrs;
         assert_eq!((a[0], a[31]), (1000, 1000 + 31 * 8));
         assert_eq!(env[slot::LANE as usize], 0);
-        let err = lane_addresses(&mut env, &per_lane("lane * 8"), 0, 255, 8, "the slot");
+        let err = lane_addresses(&mut env, &per_lane("lane * 8"), FULL, 0, 255, 8, "the slot");
         assert_eq!(
             err.unwrap_err().to_string(),
             "lane 31 accesses bytes 248..256, outside the slot (255 bytes)"
@@ -455,12 +553,25 @@ mod tests {
         let err = lane_addresses(
             &mut env,
             &per_lane("64 / (3 - lane) + 100"),
+            FULL,
             0,
             1 << 20,
             4,
             "x",
         );
         assert!(matches!(err, Err(LaneError::Eval(_))), "{err:?}");
+        // Masked-off lanes are neither evaluated nor range-checked: lanes 0..3 only.
+        let a = lane_addresses(
+            &mut env,
+            &per_lane("64 / (3 - lane) * 4"),
+            0b111,
+            0,
+            512,
+            4,
+            "x",
+        )
+        .unwrap();
+        assert_eq!(a.active().collect::<Vec<_>>(), [84, 128, 256]);
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! Code generation: each role's program lowered to flat [`Op`] code. Loops become a counter
-//! slot and a back jump, conditionals and `Break` forward jumps patched once the target is known.
+//! slot and a back jump, conditionals and `Break` forward jumps patched once the target is known;
+//! an `If` or `Loop` that depends on `lane` also marks where its lanes reconverge.
 //! Blocks scope the variables bound in them.
 
 use super::names::Names;
 use super::Compiler;
 use crate::diag::Diagnostic;
+use crate::expr::Code;
 use crate::program::{slot, Inst, Op, Pipe, RoleInfo, WARP_SIZE};
 use crate::scenario::{ComputePipe, Expr, Instr, RegAction, Role};
 
@@ -112,7 +114,7 @@ impl Compiler<'_> {
             Instr::Let { var, value } => {
                 let value = self.code(value, Names::Program, path)?;
                 let slot = self.bind(var, path)?;
-                self.lets.push(slot);
+                self.lets.push((slot, self.lane_ifs));
                 self.emit(Op::Set { slot, value }, path.to_string());
                 return Ok(());
             }
@@ -124,11 +126,20 @@ impl Compiler<'_> {
             }
             Instr::Break => {
                 // Jumps to the loop's exit, patched when the loop ends.
-                if self.breaks.is_empty() {
+                let Some(&(lane_ifs, _)) = self.breaks.last() else {
                     return Err(Diagnostic::new(self.file, "`Break` outside a loop").in_path(path));
+                };
+                // Some lanes would leave the loop and others stay: the reconvergence this
+                // model keeps (one per `If` and `Loop`) has no place for that.
+                if lane_ifs != self.lane_ifs {
+                    return Err(Diagnostic::new(
+                        self.file,
+                        "`Break` inside an `If` whose condition depends on `lane`: lanes cannot leave a loop separately (make the loop's count depend on `lane` instead)",
+                    )
+                    .in_path(path));
                 }
                 let at = self.emit(Op::Jump { target: 0 }, path.to_string());
-                if let Some(list) = self.breaks.last_mut() {
+                if let Some((_, list)) = self.breaks.last_mut() {
                     list.push(at);
                 }
                 return Ok(());
@@ -273,7 +284,9 @@ impl Compiler<'_> {
         })
     }
 
-    /// `BranchIfZero` over the then-block, and a `Jump` over the else-block when there is one.
+    /// `BranchIfZero` over the then-block, and a `Jump` over the else-block when there is one;
+    /// a condition that reads `lane` compiles to `BranchLanes`, the then-block, `ElseLanes`, the
+    /// else-block and `Reconverge` (`crate::divergence`).
     fn if_(
         &mut self,
         cond: &Expr,
@@ -281,7 +294,10 @@ impl Compiler<'_> {
         otherwise: &[Instr],
         path: &str,
     ) -> Result<(), Diagnostic> {
-        let cond = self.code(cond, Names::Program, path)?;
+        let cond = self.code(cond, Names::Lanes, path)?;
+        if cond.reads(slot::LANE) {
+            return self.lane_if(cond, then, otherwise, path);
+        }
         let branch = self.emit(Op::BranchIfZero { cond, target: 0 }, path.to_string());
         self.block(then, &format!("{path}.then"))?;
         let jump =
@@ -300,7 +316,32 @@ impl Compiler<'_> {
         Ok(())
     }
 
-    /// `LoopStart`, the body, `LoopEnd`; the count is evaluated once, into its own slot.
+    fn lane_if(
+        &mut self,
+        cond: Code,
+        then: &[Instr],
+        otherwise: &[Instr],
+        path: &str,
+    ) -> Result<(), Diagnostic> {
+        self.lane_ifs += 1;
+        let branch = self.emit(Op::BranchLanes { cond, otherwise: 0 }, path.to_string());
+        self.block(then, &format!("{path}.then"))?;
+        let else_op = self.emit(Op::ElseLanes { end: 0 }, path.to_string());
+        self.block(otherwise, &format!("{path}.else"))?;
+        let end = self.emit(Op::Reconverge, path.to_string());
+        self.lane_ifs -= 1;
+        if let Op::BranchLanes { otherwise, .. } = &mut self.code[branch as usize] {
+            *otherwise = else_op;
+        }
+        if let Op::ElseLanes { end: e } = &mut self.code[else_op as usize] {
+            *e = end;
+        }
+        Ok(())
+    }
+
+    /// `LoopStart`, the body, `LoopEnd`; the count is evaluated once, into its own slot. A
+    /// count that reads `lane` compiles to `LoopLanesStart`, the body, `LoopLanesEnd` and
+    /// `Reconverge`, the loop's exit.
     fn loop_(
         &mut self,
         var: &str,
@@ -309,35 +350,56 @@ impl Compiler<'_> {
         path: &str,
     ) -> Result<(), Diagnostic> {
         let count_expr = count;
-        let count = self.code(count, Names::Program, path)?;
+        let count = self.code(count, Names::Lanes, path)?;
         self.trips(&count, count_expr, path)?;
+        let per_lane = count.reads(slot::LANE);
         let (scope, next) = (self.scope.len(), self.next_slot);
         let var_slot = self.bind(var, path)?;
         let count_slot = self.new_slot();
-        let start = self.emit(
+        let start = if per_lane {
+            Op::LoopLanesStart {
+                var: var_slot,
+                count_slot,
+                count,
+                exit: 0,
+            }
+        } else {
             Op::LoopStart {
                 var: var_slot,
                 count_slot,
                 count,
                 exit: 0,
-            },
-            path.to_string(),
-        );
-        self.breaks.push(Vec::new());
+            }
+        };
+        let start = self.emit(start, path.to_string());
+        self.breaks.push((self.lane_ifs, Vec::new()));
         self.block(body, &format!("{path}({var}).body"))?;
-        self.emit(
-            Op::LoopEnd {
-                var: var_slot,
+        let (var, body) = (var_slot, start + 1);
+        let end = if per_lane {
+            Op::LoopLanesEnd {
+                var,
                 count_slot,
-                body: start + 1,
-            },
-            path.to_string(),
-        );
-        let exit = self.code.len() as u32;
-        if let Op::LoopStart { exit: e, .. } = &mut self.code[start as usize] {
+                body,
+            }
+        } else {
+            Op::LoopEnd {
+                var,
+                count_slot,
+                body,
+            }
+        };
+        self.emit(end, path.to_string());
+        let exit = if per_lane {
+            self.emit(Op::Reconverge, path.to_string())
+        } else {
+            self.code.len() as u32
+        };
+        if let Op::LoopStart { exit: e, .. } | Op::LoopLanesStart { exit: e, .. } =
+            &mut self.code[start as usize]
+        {
             *e = exit;
         }
-        for b in self.breaks.pop().unwrap_or_default() {
+        for b in self.breaks.pop().map(|(_, list)| list).unwrap_or_default() {
             if let Op::Jump { target } = &mut self.code[b as usize] {
                 *target = exit;
             }

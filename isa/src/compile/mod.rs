@@ -99,14 +99,18 @@ struct Compiler<'a> {
     limits: &'a Limits,
     /// Loop variables in scope, innermost last.
     scope: Vec<(String, u16)>,
-    /// The slots of `scope` that a `Let` bound: the only ones `Assign` may change.
-    lets: Vec<u16>,
+    /// The slots of `scope` that a `Let` bound, the only ones `Assign` may change, with the
+    /// lane-dependent `If`s around each `Let`.
+    lets: Vec<(u16, u32)>,
     next_slot: u16,
     max_slot: u16,
     code: Vec<Op>,
     paths: Vec<String>,
-    /// Per enclosing loop, the `Break` jumps to point at its exit.
-    breaks: Vec<Vec<u32>>,
+    /// Per enclosing loop, the lane-dependent `If`s open around it and the `Break` jumps to
+    /// point at its exit.
+    breaks: Vec<(u32, Vec<u32>)>,
+    /// Lane-dependent `If`s open around the instruction being compiled.
+    lane_ifs: u32,
     accs: Vec<String>,
     /// The role being compiled: each accumulator label's widest wgmma N.
     role_accs: BTreeMap<u16, u32>,
@@ -138,6 +142,7 @@ impl<'a> Compiler<'a> {
             code: Vec::new(),
             paths: Vec::new(),
             breaks: Vec::new(),
+            lane_ifs: 0,
             accs: Vec::new(),
             role_accs: BTreeMap::new(),
             counters: Vec::new(),

@@ -19,7 +19,7 @@ pub(super) enum Names {
     Params,
     /// Parameters, built-ins except `lane`, and loop variables.
     Program,
-    /// As `Program`, plus `lane` (per-lane address expressions).
+    /// As `Program`, plus `lane` (per-lane addresses, `If` conditions and `Loop` counts).
     Lanes,
 }
 
@@ -195,7 +195,8 @@ impl Compiler<'_> {
                 );
             }
             let hint = if unknown == "lane" {
-                " (`lane` is only defined in per-lane address expressions)".to_string()
+                " (`lane` is only defined in per-lane addresses, `If` conditions and `Loop` counts)"
+                    .to_string()
             } else {
                 suggest(&unknown, known.iter().copied())
             };
@@ -395,8 +396,11 @@ impl Compiler<'_> {
 
     /// The slot of `var` for `Assign`: a variable a `Let` bound, in scope here.
     pub(super) fn assignable(&self, var: &str, path: &str) -> Result<u16, Diagnostic> {
+        let bound = |s: u16| self.lets.iter().find(|(l, _)| *l == s).map(|&(_, ifs)| ifs);
         let message = match self.scope.iter().rev().find(|(v, _)| v == var) {
-            Some(&(_, s)) if self.lets.contains(&s) => return Ok(s),
+            Some(&(_, s)) if bound(s) == Some(self.lane_ifs) => return Ok(s),
+            // A variable is the warp's: lanes on one path cannot give it their own value.
+            Some(&(_, s)) if bound(s).is_some() => format!("`Assign` to `{var}` inside an `If` whose condition depends on `lane`: a variable holds one value for the whole warp"),
             Some(_) => format!("`{var}` is a loop variable or an `AtomicAdd` result; `Assign` changes only a `Let`'s variable"),
             None => format!(
                 "no variable `{var}` in scope to assign; `Assign` changes a variable that a `Let` bound in an enclosing block{}",

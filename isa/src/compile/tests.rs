@@ -162,9 +162,9 @@ fn references_are_checked() {
 #[test]
 fn lane_only_in_addresses() {
     let e = try_compile(&BASE.replace("WgmmaWait(0)", "WgmmaWait(\"lane\")"), &[]).unwrap_err();
-    assert!(e
-        .message
-        .contains("`lane` is only defined in per-lane address expressions"));
+    assert!(e.message.contains(
+        "`lane` is only defined in per-lane addresses, `If` conditions and `Loop` counts"
+    ));
     let ok = BASE.replace(
         "WgmmaWait(0),",
         "WgmmaWait(0), LdShared(buf: \"sA[0]\", addr: \"lane * 4\"),",
@@ -409,5 +409,61 @@ fn a_requirement_that_does_not_hold_is_the_first_error() {
         e.message.starts_with("unknown name `warp`"),
         "{}",
         e.message
+    );
+}
+
+#[test]
+fn lane_dependent_control_flow_marks_its_reconvergence() {
+    let src = BASE.replace(
+        "WgmmaWait(0),",
+        r#"WgmmaWait(0),
+                If(cond: "lane % 2 == 0", then: [Alu(1)], else: [Fma(1)]),
+                If(cond: "warp == 0", then: [Alu(1)]),
+                Loop(var: "t", count: "lane + 1", body: [Fma(1)]),"#,
+    );
+    let k = try_compile(&src, &[]).unwrap();
+    let code = &k.roles[0].code;
+    // Loop(j) 0, its 4 instructions 1..=4, then the lane-dependent If at 5.
+    assert!(matches!(code[5], Op::BranchLanes { otherwise: 7, .. }));
+    assert!(matches!(code[7], Op::ElseLanes { end: 9 }));
+    assert!(matches!(code[9], Op::Reconverge));
+    // A uniform condition keeps its plain branch.
+    assert!(matches!(code[10], Op::BranchIfZero { target: 12, .. }));
+    assert!(matches!(code[12], Op::LoopLanesStart { exit: 15, .. }));
+    assert!(matches!(code[14], Op::LoopLanesEnd { body: 13, .. }));
+    assert!(matches!(code[15], Op::Reconverge));
+}
+
+#[test]
+fn break_may_not_leave_a_loop_from_a_lane_dependent_if() {
+    let src = BASE.replace(
+        "WgmmaWait(0),",
+        r#"WgmmaWait(0), If(cond: "lane < 4", then: [Break]),"#,
+    );
+    let e = try_compile(&src, &[]).unwrap_err();
+    assert!(
+        e.message
+            .starts_with("`Break` inside an `If` whose condition depends on `lane`"),
+        "{}",
+        e.message
+    );
+    // A loop wholly inside the lane-dependent If may be left.
+    let src = BASE.replace(
+        "WgmmaWait(0),",
+        r#"WgmmaWait(0), If(cond: "lane < 4", then: [Loop(var: "q", count: 2, body: [Break])]),"#,
+    );
+    try_compile(&src, &[]).unwrap();
+}
+
+#[test]
+fn assign_under_a_lane_dependent_if_is_refused() {
+    let src = BASE.replace(
+        "WgmmaWait(0),\n            ]),",
+        "WgmmaWait(0),\n            ]),\n            Let(var: \"s\", value: \"0\"), If(cond: \"lane < 4\", then: [Assign(var: \"s\", value: \"1\")]),",
+    );
+    let e = try_compile(&src, &[]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "`Assign` to `s` inside an `If` whose condition depends on `lane`: a variable holds one value for the whole warp"
     );
 }

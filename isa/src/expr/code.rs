@@ -85,6 +85,11 @@ impl Code {
         }
     }
 
+    /// Whether evaluating the expression may read run-time slot `s`.
+    pub fn reads(&self, s: u16) -> bool {
+        self.nodes.contains(&Node::Slot(s))
+    }
+
     /// The value when the expression does not depend on run-time variables.
     pub fn as_const(&self) -> Option<i64> {
         match self.nodes.as_slice() {

@@ -95,6 +95,8 @@ pub enum Fault {
     },
     #[error("setmaxnreg.inc {0}: the CTA's register pool cannot supply it")]
     RegPool(u32),
+    #[error("{inst} with {active} of 32 lanes active: it is .aligned in PTX, so every lane of the warp must execute it together (move it out of the `If` or `Loop` that depends on `lane`)")]
+    Diverged { inst: &'static str, active: u32 },
     #[error("atomic counter overflow")]
     CounterOverflow,
     #[error("{0}")]

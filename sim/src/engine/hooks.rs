@@ -212,11 +212,13 @@ impl Engine<'_> {
                 .paths
                 .get(warp.state_pc as usize)
                 .map_or("exit", |p| p.as_str());
+            let lanes = warp.state_mask.count_ones();
             if state == State::MbarrierWait {
                 let bar = &self.k.mbarriers[warp.waiting_on as usize].name;
-                t.interval(w, state, since, self.now, &format!("{path} on {bar}"));
+                let what = format!("{path} on {bar}");
+                t.interval(w, state, (since, self.now), lanes, &what);
             } else {
-                t.interval(w, state, since, self.now, path);
+                t.interval(w, state, (since, self.now), lanes, path);
             }
         }
     }

@@ -14,6 +14,7 @@ use crate::sm::local::LocalTraffic;
 use crate::sm::mbarrier::MBarrier;
 use crate::sm::named_barrier::NamedBarrier;
 use crate::sm::regfile::RegPool;
+use isa::divergence::{Lanes, FULL};
 use isa::program::{slot, WARPS_PER_WARPGROUP};
 use std::collections::VecDeque;
 
@@ -93,6 +94,7 @@ impl Engine<'_> {
                         slot: slot_idx as u8,
                         pc: 0,
                         env,
+                        lanes: Lanes::default(),
                         acct: Accounting::new(self.now, State::NotSelected),
                         progress: 0,
                         reg_ready: 0,
@@ -117,6 +119,8 @@ impl Engine<'_> {
                         polling: None,
                         wgmma_issue_wait: 0,
                         issued: 0,
+                        masked_lanes: 0,
+                        state_mask: FULL,
                         spill: None,
                         spill_carry: 0,
                         spill_slot: 0,

@@ -4,7 +4,7 @@
 use super::error::Fault;
 use super::Engine;
 use isa::expr::Code;
-use isa::program::{lane_addresses, BarRef, SlotRef, WARP_SIZE};
+use isa::program::{lane_addresses, BarRef, LaneAddrs, SlotRef};
 
 impl Engine<'_> {
     pub(crate) fn eval(&self, w: u32, code: &Code) -> Result<i64, Fault> {
@@ -29,7 +29,7 @@ impl Engine<'_> {
         Ok(self.names.slot(self.warps[w as usize].cta, s.buf, i as u32))
     }
 
-    /// The 32 lanes' addresses of a per-lane expression; each lane's `width` bytes must lie
+    /// The active lanes' addresses of a per-lane expression; each one's `width` bytes must lie
     /// inside `limit` bytes from `base`.
     pub(crate) fn lane_addrs(
         &mut self,
@@ -39,9 +39,18 @@ impl Engine<'_> {
         limit: u64,
         width: u32,
         what: &'static str,
-    ) -> Result<[u64; WARP_SIZE as usize], Fault> {
-        let env = &mut self.warps[w as usize].env;
-        Ok(lane_addresses(env, addr, base, limit, width, what)?)
+    ) -> Result<LaneAddrs, Fault> {
+        let warp = &mut self.warps[w as usize];
+        let mask = warp.lanes.active();
+        Ok(lane_addresses(
+            &mut warp.env,
+            addr,
+            mask,
+            base,
+            limit,
+            width,
+            what,
+        )?)
     }
 
     pub(crate) fn tx_bytes(&self, w: u32, bytes: &Code) -> Result<u64, Fault> {

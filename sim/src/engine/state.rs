@@ -11,6 +11,7 @@ use crate::sm::mbarrier::{MBarrier, Polling};
 use crate::sm::named_barrier::NamedBarrier;
 use crate::sm::regfile::RegPool;
 use crate::sm::tensor_core::TensorPipe;
+use isa::divergence::{Lanes, Mask};
 use isa::program::WARPS_PER_WARPGROUP;
 use std::collections::VecDeque;
 
@@ -25,6 +26,9 @@ pub(crate) struct Warp {
     pub slot: u8,
     pub pc: u32,
     pub env: Vec<i64>,
+    /// The lanes taking part in the next instruction, and the lane-dependent `If`s and `Loop`s
+    /// the warp is inside.
+    pub lanes: Lanes,
     pub acct: Accounting,
     /// Warp-instructions left in the current macro instruction (compute, wgmma); 0 = none.
     pub progress: u32,
@@ -72,6 +76,11 @@ pub(crate) struct Warp {
     pub hold: Option<State>,
     pub hold_pc: u32,
     pub issued: u64,
+    /// Lanes masked off, summed over the issued warp-instructions (0 unless the warp diverged:
+    /// a warp-wide count costs nothing on the common path).
+    pub masked_lanes: u64,
+    /// The active lanes when the current state interval began (for the trace).
+    pub state_mask: Mask,
     /// The spilled part of the current compute macro (`crate::sm::local`), the running count
     /// that decides which warp-instructions touch a spilled value, the frame slot of the next
     /// one, and the warp's local-memory traffic.

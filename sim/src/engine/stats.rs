@@ -6,6 +6,7 @@ use crate::gpu::cta_scheduler::Occupancy;
 use crate::memory::system::{MemStats, MemSys};
 use crate::observe::warp_state::State;
 use crate::sm::local::LocalTraffic;
+use isa::program::WARP_SIZE;
 
 /// Per-unit busy cycles of the SM.
 #[derive(Clone, Debug, Default)]
@@ -44,6 +45,8 @@ pub struct WarpResult {
     pub cycles: [u64; State::COUNT],
     pub lifetime: u64,
     pub issued: u64,
+    /// Active lanes summed over the issued warp-instructions (32 each unless it diverged).
+    pub lanes: u64,
     /// Local loads and stores of spilled registers.
     pub local: LocalTraffic,
 }
@@ -73,6 +76,8 @@ pub struct RoleTotals {
     pub cycles: [u64; State::COUNT],
     pub lifetime: u64,
     pub issued: u64,
+    /// Active lanes summed over the issued warp-instructions.
+    pub lanes: u64,
     /// `mbarrier_wait` cycles by mbarrier array, in declaration order.
     pub mbarrier_waits: Vec<u64>,
     /// `wgmma_wait` cycles at a `Wgmma`'s issue.
@@ -87,6 +92,7 @@ impl RoleTotals {
             cycles: [0; State::COUNT],
             lifetime: 0,
             issued: 0,
+            lanes: 0,
             mbarrier_waits: vec![0; mbarriers],
             wgmma_issue_waits: 0,
             local: LocalTraffic::default(),
@@ -100,6 +106,7 @@ impl RoleTotals {
         }
         self.lifetime += w.lifetime;
         self.issued += w.issued;
+        self.lanes += w.lanes;
         for (t, c) in self.mbarrier_waits.iter_mut().zip(&w.mbarrier_waits) {
             *t += c;
         }
@@ -153,6 +160,7 @@ impl Engine<'_> {
             cycles: w.acct.cycles_at(end),
             lifetime: w.acct.lifetime_at(end),
             issued: w.issued,
+            lanes: w.issued * u64::from(WARP_SIZE) - w.masked_lanes,
             local: w.local,
         }
     }

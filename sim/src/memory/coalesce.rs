@@ -1,12 +1,23 @@
 //! Global-memory coalescing: the 32-byte sectors one warp access touches follow from the
 //! lanes' addresses (CUDA C++ Programming Guide, "Device Memory Accesses").
 
-/// The distinct `sector_bytes` sectors (sector indices, ascending) touched by the lanes'
+use isa::divergence::FULL;
+use isa::program::LaneAddrs;
+
+/// The distinct `sector_bytes` sectors (sector indices, ascending) touched by the active lanes'
 /// accesses of `width` bytes each.
-pub fn sectors(addrs: &[u64], width: u32, sector_bytes: u64) -> Vec<u64> {
+pub fn sectors(a: &LaneAddrs, width: u32, sector_bytes: u64) -> Vec<u64> {
+    // The whole warp, the usual case, without a test per lane.
+    if a.mask == FULL {
+        sectors_of(a.addrs.iter().copied(), width, sector_bytes)
+    } else {
+        sectors_of(a.active(), width, sector_bytes)
+    }
+}
+
+fn sectors_of(addrs: impl Iterator<Item = u64>, width: u32, sector_bytes: u64) -> Vec<u64> {
     let mut s: Vec<u64> = addrs
-        .iter()
-        .flat_map(|&a| (a / sector_bytes)..=((a + width as u64 - 1) / sector_bytes))
+        .flat_map(|a| (a / sector_bytes)..=((a + width as u64 - 1) / sector_bytes))
         .collect();
     // Lanes usually walk up through memory: then the sectors come in order already.
     if !s.is_sorted() {
@@ -41,8 +52,11 @@ pub fn line_requests(sectors: &[u64], sector_bytes: u64, line_bytes: u64) -> Vec
 mod tests {
     use super::*;
 
-    fn lanes(f: impl Fn(u64) -> u64) -> Vec<u64> {
-        (0..32).map(f).collect()
+    fn lanes(f: impl Fn(u64) -> u64) -> LaneAddrs {
+        LaneAddrs {
+            addrs: std::array::from_fn(|l| f(l as u64)),
+            mask: FULL,
+        }
     }
 
     #[test]

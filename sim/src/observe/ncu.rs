@@ -34,6 +34,7 @@ pub const SM_THROUGHPUT: &str = "sm__throughput.avg.pct_of_peak_sustained_elapse
 pub const L2_THROUGHPUT: &str = "lts__t_sectors.avg.pct_of_peak_sustained_elapsed";
 pub const DRAM_THROUGHPUT: &str = "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed";
 pub const WARP_CYCLES_PER_ISSUED: &str = "smsp__average_warp_latency_per_inst_issued.ratio";
+pub const THREADS_PER_INST: &str = "smsp__thread_inst_executed_per_inst_executed.ratio";
 
 const STALL_RATIO: (&str, &str) = (
     "smsp__average_warps_issue_stalled_",
@@ -58,6 +59,7 @@ pub fn unit(name: &str) -> &'static str {
             "dram__bytes_read.sum" | "dram__bytes_write.sum" => "B",
             "dram__bytes.sum.per_second" => "B/s",
             "smsp__issue_active.avg.per_cycle_active" => "inst/cycle",
+            THREADS_PER_INST => "threads",
             "smsp__warps_active.avg.per_cycle_active"
             | "smsp__warps_eligible.avg.per_cycle_active" => "warps",
             _ => "",
@@ -152,6 +154,11 @@ pub fn metrics(r: &Report, p: &Preset) -> BTreeMap<String, f64> {
         put(format!("{head}{reason}{tail}"), c as f64 / issued);
         // Nsight Compute samples warps every so many cycles; here every warp-cycle counts.
         put(format!("{STALL_SAMPLES}{reason}"), c as f64);
+    }
+    // Only a run with lanes masked off has it: others' metrics stay as they were.
+    if r.roles.values().any(|role| role.divergence.is_some()) {
+        let lanes: u64 = r.roles.values().map(|role| role.lanes).sum();
+        put(THREADS_PER_INST.into(), lanes as f64 / issued);
     }
     m
 }

@@ -8,7 +8,7 @@ use crate::gpu::preset::Preset;
 use crate::observe::ncu;
 use crate::observe::warp_state::State;
 use comfy_table::{presets, CellAlignment, ColumnConstraint, Table, Width};
-use isa::program::Kernel;
+use isa::program::{Kernel, WARP_SIZE};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -154,6 +154,9 @@ pub struct Role {
     /// Warp-cycles summed over the role's warps (equals the sum of `states`).
     pub lifetime: u64,
     pub instructions: u64,
+    /// Active lanes summed over `instructions` (what `divergence` is computed from).
+    #[serde(skip)]
+    pub lanes: u64,
     /// Warp-cycles in each state of the taxonomy (`docs/stalls.md`).
     pub states: BTreeMap<String, u64>,
     /// The same warp-cycles grouped by Nsight Compute stall reason.
@@ -169,6 +172,20 @@ pub struct Role {
     /// Present when the role's register estimate exceeds its budget.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spill: Option<Spill>,
+    /// Present when some of the role's warp-instructions ran with lanes masked off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub divergence: Option<Divergence>,
+}
+
+/// How many lanes a diverging role's warp-instructions ran with (`isa::divergence`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Divergence {
+    /// Active lanes per issued warp-instruction: Nsight Compute's "avg. threads executed per
+    /// instruction" (`smsp__thread_inst_executed_per_inst_executed.ratio`).
+    pub threads_per_instruction: f64,
+    /// That over 32: the warp execution efficiency
+    /// (`smsp__thread_inst_executed_per_inst_executed.pct` / 100).
+    pub efficiency: f64,
 }
 
 /// A spilling role's registers per thread and its local-memory traffic (`crate::sm::local`).
@@ -290,6 +307,7 @@ impl Report {
                 warps: 0,
                 lifetime: 0,
                 instructions: 0,
+                lanes: 0,
                 states: State::ALL
                     .iter()
                     .map(|st| (st.name().to_string(), 0))
@@ -299,6 +317,7 @@ impl Report {
                 mbarrier_waits: BTreeMap::new(),
                 wgmma_waits: BTreeMap::new(),
                 spill: None,
+                divergence: None,
             });
             if let Some(reg) = role.registers.filter(|r| r.spilled() > 0) {
                 let l = &w.local;
@@ -328,6 +347,7 @@ impl Report {
             r.warps += w.warps;
             r.lifetime += w.lifetime;
             r.instructions += w.issued;
+            r.lanes += w.lanes;
             for st in State::ALL {
                 let c = w.cycles[st as usize];
                 *r.states.get_mut(st.name()).expect("all states present") += c;
@@ -335,6 +355,13 @@ impl Report {
             }
         }
         for r in roles.values_mut() {
+            if r.lanes < r.instructions * u64::from(WARP_SIZE) {
+                let per = r.lanes as f64 / r.instructions as f64;
+                r.divergence = Some(Divergence {
+                    threads_per_instruction: per,
+                    efficiency: per / f64::from(WARP_SIZE),
+                });
+            }
             let issued = r.instructions.max(1) as f64;
             r.cycles_per_issued = r
                 .ncu
@@ -570,6 +597,16 @@ impl Report {
                     grouped(sp.local_loads),
                     grouped(sp.local_stores),
                     100.0 * sp.l1_hit_rate
+                );
+            }
+        }
+        for name in &self.role_order {
+            if let Some(d) = self.roles.get(name).and_then(|r| r.divergence.as_ref()) {
+                let _ = writeln!(
+                    o,
+                    "  divergence  {name}: {:.1} of 32 threads per warp-instruction ({:.1}% warp execution efficiency)",
+                    d.threads_per_instruction,
+                    100.0 * d.efficiency
                 );
             }
         }

@@ -21,6 +21,7 @@
 use crate::observe::warp_state::State;
 use flate2::write::GzEncoder;
 use flate2::Compression;
+use isa::program::WARP_SIZE;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, VecDeque};
@@ -247,6 +248,8 @@ struct Pending {
     end: u64,
     cycles: [u64; State::COUNT],
     intervals: u32,
+    /// The fewest active lanes of its intervals.
+    min_lanes: u32,
     /// The loop (or `program`) its first interval ran in: the slice's name.
     phase: String,
 }
@@ -483,8 +486,17 @@ impl Tracer {
         self.track(id).info = info;
     }
 
-    /// Warp `id` spent [start, end) in `state`; `what` is its instruction's path.
-    pub fn interval(&mut self, id: u32, state: State, start: u64, end: u64, what: &str) {
+    /// Warp `id` spent [start, end) in `state` with `lanes` of its lanes active; `what` is its
+    /// instruction's path. A slice names its active lanes only when some are masked off (a
+    /// lane-dependent `If` or `Loop`), so traces of warps that never diverge are unchanged.
+    pub fn interval(
+        &mut self,
+        id: u32,
+        state: State,
+        (start, end): (u64, u64),
+        lanes: u32,
+        what: &str,
+    ) {
         self.draw_wakes(id, start, end);
         let sm = self.warps[id as usize].info.sm;
         if self.filter.level == Level::Summary || !self.filter.sm(sm) {
@@ -497,7 +509,11 @@ impl Tracer {
         // long ones are (after the pending merged slice), short ones merge.
         if self.filter.level == Level::Instructions || end - start >= MIN_SLICE {
             self.flush(id);
-            let args = json!({ "state": state.name(), "ncu": state.ncu(), "instruction": what });
+            let mut args =
+                json!({ "state": state.name(), "ncu": state.ncu(), "instruction": what });
+            if lanes < WARP_SIZE {
+                args["active_lanes"] = lanes.into();
+            }
             self.slice(id, instruction(what), state.name(), start, end, args);
             return;
         }
@@ -506,9 +522,11 @@ impl Tracer {
             .get_or_insert_with(|| Pending {
                 start,
                 phase: phase(what).to_string(),
+                min_lanes: WARP_SIZE,
                 ..Pending::default()
             });
         p.end = end;
+        p.min_lanes = p.min_lanes.min(lanes);
         p.cycles[state as usize] += end - start;
         p.intervals += 1;
         if p.end - p.start >= MIN_SLICE {
@@ -588,7 +606,10 @@ impl Tracer {
             .filter(|&&s| p.cycles[s as usize] > 0)
             .map(|&s| (s.name(), p.cycles[s as usize]))
             .collect();
-        let args = json!({ "merged": p.intervals, "states": states });
+        let mut args = json!({ "merged": p.intervals, "states": states });
+        if p.min_lanes < WARP_SIZE {
+            args["min_active_lanes"] = p.min_lanes.into();
+        }
         self.slice(id, &p.phase, dominant.name(), p.start, p.end, args);
     }
 

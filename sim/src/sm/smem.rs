@@ -16,33 +16,53 @@ use crate::engine::schedule::{Outcome, Pending};
 use crate::engine::Engine;
 use crate::observe::warp_state::State;
 use isa::expr::Code;
-use isa::program::SlotRef;
+use isa::program::{LaneAddrs, SlotRef};
 
-/// Wavefronts for one warp access: `addrs` are the lanes' byte addresses, `width` the bytes each
-/// lane moves (1, 2, 4, 8 or 16).
-pub fn wavefronts(addrs: &[u64], width: u32, banks: u32, bank_bytes: u32) -> u32 {
+/// Wavefronts for one warp access: `a` holds the lanes' byte addresses and the active lanes,
+/// `width` the bytes each lane moves (1, 2, 4, 8 or 16). Masked-off lanes touch no bank; a phase
+/// with no active lane takes no wavefront.
+pub fn wavefronts(a: &LaneAddrs, width: u32, banks: u32, bank_bytes: u32) -> u32 {
     let port = (banks * bank_bytes) as usize;
-    let lanes_per_phase = (port / width.max(bank_bytes) as usize).clamp(1, addrs.len().max(1));
+    let lanes_per_phase = (port / width.max(bank_bytes) as usize).clamp(1, a.addrs.len());
     let mut total = 0;
-    for phase in addrs.chunks(lanes_per_phase) {
-        // Distinct words touched in this phase, then the busiest bank's count of them.
-        let mut words: Vec<u64> = phase
-            .iter()
-            .flat_map(|&a| {
-                let first = a / bank_bytes as u64;
-                let last = (a + width as u64 - 1) / bank_bytes as u64;
-                first..=last
-            })
-            .collect();
-        words.sort_unstable();
-        words.dedup();
-        let mut per_bank = vec![0u32; banks as usize];
-        for w in words {
-            per_bank[(w % banks as u64) as usize] += 1;
-        }
-        total += per_bank.into_iter().max().unwrap_or(0).max(1);
+    for (p, phase) in a.addrs.chunks(lanes_per_phase).enumerate() {
+        let all = (1u64 << phase.len()) - 1;
+        let bits = (u64::from(a.mask) >> (p * lanes_per_phase)) & all;
+        // A whole phase, the usual case, without a test per lane.
+        total += match bits {
+            0 => 0,
+            b if b == all => phase_wavefronts(phase.iter().copied(), width, banks, bank_bytes),
+            b => {
+                let lanes = phase.iter().enumerate().filter(|&(l, _)| b & (1 << l) != 0);
+                phase_wavefronts(lanes.map(|(_, &a)| a), width, banks, bank_bytes)
+            }
+        };
     }
     total
+}
+
+/// One phase's wavefronts: the distinct words its lanes at `addrs` touch, then the busiest
+/// bank's count of them.
+fn phase_wavefronts(
+    addrs: impl Iterator<Item = u64>,
+    width: u32,
+    banks: u32,
+    bank_bytes: u32,
+) -> u32 {
+    let mut words: Vec<u64> = addrs
+        .flat_map(|a| {
+            let first = a / bank_bytes as u64;
+            let last = (a + width as u64 - 1) / bank_bytes as u64;
+            first..=last
+        })
+        .collect();
+    words.sort_unstable();
+    words.dedup();
+    let mut per_bank = vec![0u32; banks as usize];
+    for w in words {
+        per_bank[(w % banks as u64) as usize] += 1;
+    }
+    per_bank.into_iter().max().unwrap_or(0).max(1)
 }
 
 impl Engine<'_> {
@@ -91,8 +111,31 @@ impl Engine<'_> {
 mod tests {
     use super::*;
 
-    fn lanes(f: impl Fn(u64) -> u64) -> Vec<u64> {
-        (0..32).map(f).collect()
+    use isa::divergence::FULL;
+
+    fn lanes(f: impl Fn(u64) -> u64) -> LaneAddrs {
+        LaneAddrs {
+            addrs: std::array::from_fn(|l| f(l as u64)),
+            mask: FULL,
+        }
+    }
+
+    #[test]
+    fn masked_lanes_touch_no_bank() {
+        // Stride 2 words: lanes 0..15 alone cover the even banks once each: 1 wavefront, not
+        // the warp's 2.
+        let low = LaneAddrs {
+            mask: 0xffff,
+            ..lanes(|l| l * 8)
+        };
+        assert_eq!(wavefronts(&low, 4, 32, 4), 1);
+        assert_eq!(wavefronts(&lanes(|l| l * 8), 4, 32, 4), 2);
+        // 8-byte accesses by lanes 0..15 only: the second half-warp phase has no lane.
+        let low = LaneAddrs {
+            mask: 0xffff,
+            ..lanes(|l| l * 8)
+        };
+        assert_eq!(wavefronts(&low, 8, 32, 4), 1);
     }
 
     #[test]

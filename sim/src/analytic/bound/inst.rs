@@ -11,7 +11,7 @@ use crate::sm::pipes::MAX_MACRO_COUNT;
 use crate::sm::tensor_core::Hgmma;
 use crate::{memory::coalesce, sm::smem, sm::tma};
 use isa::expr::Code;
-use isa::program::{lane_addresses, Inst, Pipe, SlotRef, WARP_SIZE};
+use isa::program::{lane_addresses, Inst, LaneAddrs, Pipe, SlotRef};
 
 impl Walk<'_> {
     /// Adds one instruction's demand; returns the issue slots it takes (0: skipped, as the
@@ -180,19 +180,30 @@ impl Walk<'_> {
     }
 
     /// One L2 request of `bytes` at `addr`, in the units a fill moves (`memory.hbm.fetch_bytes`:
-    /// the memory system fills the touched sectors of a line in such groups).
+    /// the memory system fills the touched sectors of a line in such groups). A write fills
+    /// only the sectors it covers in part: one that covers its sectors whole needs no fill,
+    /// even when it leaves the rest of its unit untouched.
     fn access(&mut self, d: &mut Demand, addr: u64, bytes: u64, write: bool) {
         d.l2_bytes += bytes;
         let unit = self.p.memory.hbm.fetch_bytes;
+        let sector = self.p.memory.sector_bytes;
         let first = addr / unit;
         let last = (addr + bytes.max(1) - 1) / unit;
         for l in first..=last {
             let lo = addr.max(l * unit);
             let hi = (addr + bytes).min((l + 1) * unit);
-            let touch = match (write, hi.saturating_sub(lo) >= unit) {
-                (false, _) => Touch::Read,
-                (true, true) => Touch::WholeWrite,
-                (true, false) => Touch::PartialWrite,
+            // A warm tensor's lines are in L2 from the start (counting them present even past
+            // the L2's capacity keeps the bound a lower bound).
+            let warm = self.warm.iter().any(|r| r.contains(&lo));
+            let touch = if !write {
+                if warm {
+                    continue;
+                }
+                Touch::Read
+            } else if warm || (lo.is_multiple_of(sector) && hi.is_multiple_of(sector)) {
+                Touch::WholeWrite
+            } else {
+                Touch::PartialWrite
             };
             self.lines.mark(l, touch);
         }
@@ -200,7 +211,7 @@ impl Walk<'_> {
 
     /// A warp's global access: one request per line it touches (the engine's split), all
     /// through the SM's port.
-    fn sectors(&mut self, d: &mut Demand, addrs: &[u64], width: u32, write: bool) {
+    fn sectors(&mut self, d: &mut Demand, addrs: &LaneAddrs, width: u32, write: bool) {
         let sector = self.p.memory.sector_bytes;
         let sectors = coalesce::sectors(addrs, width, sector);
         d.port_bytes += sectors.len() as u64 * sector;
@@ -262,7 +273,7 @@ impl Walk<'_> {
         tensor: u16,
         addr: &Code,
         width: u32,
-    ) -> Result<[u64; WARP_SIZE as usize], WalkError> {
+    ) -> Result<LaneAddrs, WalkError> {
         let (base, bytes) = self.tensor(tensor)?;
         self.lane_addrs(w, addr, base, bytes, width, "the tensor")
     }
@@ -274,19 +285,19 @@ impl Walk<'_> {
         s: &SlotRef,
         addr: &Code,
         width: u32,
-    ) -> Result<[u64; WARP_SIZE as usize], WalkError> {
+    ) -> Result<LaneAddrs, WalkError> {
         let base = self.slot_base(w, s)?;
         let limit = self.k.buffers[s.buf as usize].slot_bytes;
         self.lane_addrs(w, addr, base, limit, width, "the slot")
     }
 
     /// Shared-memory wavefronts of one warp access at `addrs` (bank conflicts).
-    fn wavefronts(&self, addrs: &[u64], width: u32) -> u64 {
+    fn wavefronts(&self, addrs: &LaneAddrs, width: u32) -> u64 {
         let p = &self.p.smem;
         smem::wavefronts(addrs, width, p.banks, p.bank_bytes) as u64
     }
 
-    /// The 32 lanes' addresses of a per-lane expression, checked as the engine checks them.
+    /// The active lanes' addresses of a per-lane expression, checked as the engine checks them.
     fn lane_addrs(
         &mut self,
         w: &mut WarpWalk,
@@ -295,8 +306,11 @@ impl Walk<'_> {
         limit: u64,
         width: u32,
         what: &'static str,
-    ) -> Result<[u64; WARP_SIZE as usize], WalkError> {
+    ) -> Result<LaneAddrs, WalkError> {
         self.spend(32)?;
-        Ok(lane_addresses(&mut w.env, addr, base, limit, width, what)?)
+        let mask = w.lanes.active();
+        Ok(lane_addresses(
+            &mut w.env, addr, mask, base, limit, width, what,
+        )?)
     }
 }

@@ -39,7 +39,8 @@ use crate::sm::pipes::pipe_index;
 use isa::program::{Kernel, Pipe};
 use walk::Walk;
 
-/// Walk steps (ops visited, 32 per per-lane address, one per TMA box span) before the bound gives
+/// Walk steps (ops visited, 32 per per-lane address, condition or trip count, one per TMA box
+/// span) before the bound gives
 /// up. A step costs about 80 ns (a 4096³ GEMM walks 4.8 M steps in 0.4 s, a quarter of its
 /// simulation time), so this caps the walk near 20 s, for kernels that take minutes to simulate.
 pub const WALK_BUDGET: u64 = 1 << 28;

@@ -7,6 +7,7 @@ use super::error::{BoundError, WalkError};
 use super::lines::Lines;
 use crate::engine::MAX_CONTROL_STEPS;
 use crate::gpu::preset::Preset;
+use isa::divergence::{lane_values, Lanes};
 use isa::expr::Code;
 use isa::program::{slot, Kernel, Op, RoleInfo, WARPS_PER_WARPGROUP};
 
@@ -25,6 +26,8 @@ pub(super) struct Walk<'a> {
     pub(super) p: &'a Preset,
     /// Tensors laid out as the engine lays them out: one after another, 4 KiB aligned.
     pub(super) tensor_base: Vec<u64>,
+    /// The address ranges of tensors that start in L2 (`warm`): their reads need no fill.
+    pub(super) warm: Vec<std::ops::Range<u64>>,
     /// Atomic counters live after the tensors, one line each.
     pub(super) counter_base: u64,
     pub(super) lines: Lines,
@@ -38,15 +41,20 @@ pub(super) struct Walk<'a> {
 impl<'a> Walk<'a> {
     pub(super) fn new(k: &'a Kernel, p: &'a Preset, budget: u64) -> Self {
         let mut tensor_base = Vec::new();
+        let mut warm = Vec::new();
         let mut next = 0u64;
         for t in &k.tensors {
             tensor_base.push(next);
+            if t.warm {
+                warm.push(next..next.saturating_add(t.bytes));
+            }
             next = next.saturating_add(t.bytes).div_ceil(4096) * 4096;
         }
         Walk {
             k,
             p,
             tensor_base,
+            warm,
             counter_base: next,
             lines: Lines::default(),
             budget,
@@ -123,6 +131,7 @@ impl<'a> Walk<'a> {
         env[slot::NUM_CTAS as usize] = self.k.grid as i64;
         let mut w = WarpWalk {
             env,
+            lanes: Lanes::default(),
             atomics: vec![0; self.k.counters.len()],
             hgmma: (0, 0),
             cta: id.cta,
@@ -166,6 +175,57 @@ impl<'a> Walk<'a> {
                     pc = if c == 0 { *target as usize } else { pc + 1 };
                 }
                 Op::Jump { target } => pc = *target as usize,
+                Op::BranchLanes { cond, otherwise } => {
+                    self.spend(32).map_err(err)?;
+                    let active = w.lanes.active();
+                    let values = lane_values(&mut w.env, cond, active)
+                        .map_err(|e| err(WalkError::Eval(e).within("condition")))?;
+                    pc = if w.lanes.branch(&values) {
+                        pc + 1
+                    } else {
+                        *otherwise as usize
+                    };
+                }
+                Op::ElseLanes { end } => {
+                    pc = if w.lanes.otherwise() {
+                        pc + 1
+                    } else {
+                        *end as usize
+                    };
+                }
+                Op::LoopLanesStart {
+                    var,
+                    count_slot,
+                    count,
+                    exit,
+                } => {
+                    self.spend(32).map_err(err)?;
+                    let active = w.lanes.active();
+                    let trips = lane_values(&mut w.env, count, active)
+                        .map_err(|e| err(WalkError::Eval(e).within("loop count")))?;
+                    let n = w.lanes.loop_start(trips);
+                    w.set(*var, 0).map_err(err)?;
+                    w.set(*count_slot, n).map_err(err)?;
+                    pc = if n > 0 { pc + 1 } else { *exit as usize };
+                }
+                Op::LoopLanesEnd {
+                    var,
+                    count_slot,
+                    body,
+                } => {
+                    let v = w.get(*var).map_err(err)?.saturating_add(1);
+                    w.set(*var, v).map_err(err)?;
+                    pc = if v < w.get(*count_slot).map_err(err)? {
+                        w.lanes.iteration(v);
+                        *body as usize
+                    } else {
+                        pc + 1
+                    };
+                }
+                Op::Reconverge => {
+                    w.lanes.reconverge();
+                    pc += 1;
+                }
                 Op::Set { slot, value } => {
                     let v = w.eval(value).map_err(|e| err(e.within("let")))?;
                     w.set(*slot, v).map_err(err)?;
@@ -188,6 +248,8 @@ impl<'a> Walk<'a> {
 /// One warp's run-time state during the walk.
 pub(super) struct WarpWalk {
     pub(super) env: Vec<i64>,
+    /// The active lanes (`isa::divergence`).
+    pub(super) lanes: Lanes,
     /// Per counter, atomics this warp has executed.
     pub(super) atomics: Vec<u64>,
     /// HGMMA pipe (math, RS floor) and operand-feed cycles this warp issued.
