@@ -37,6 +37,7 @@ const BOUNDS: &[(&str, Bound)] = &[
     ("cta_launch", Bound::Relative(0.15)),
     ("spill", Bound::Relative(0.15)),
     ("clock", Bound::Relative(0.05)),
+    ("bank_conflicts", Bound::Relative(0.05)),
 ];
 
 #[test]

@@ -1074,5 +1074,71 @@ pub(super) fn specs() -> Vec<Spec> {
             }
         }
     }
+    // The fundamentals on one SM (fundamentals.cu; twins scenarios/bank_conflicts.ron,
+    // coalescing.ron, divergence.ron): cycles per warp-load of 32 warps x 64 shared loads at
+    // lane strides, and of 32 warps x 16 L2-resident global loads; cycles per if/else round of
+    // 4 warps, and of a loop whose trip count differs by lane.
+    for stride in 1..=33i64 {
+        add(
+            "bank_conflicts",
+            format!("smem stride {stride}"),
+            "cycles/warp-load",
+            "fundamentals",
+            v("smem_stride", &stride.to_string()),
+            "bank_conflicts",
+            sets(&[("stride", stride)]),
+            Metric::Single {
+                per: 2048.0,
+                minus: 0.0,
+            },
+        );
+    }
+    for pad in [0i64, 1] {
+        add(
+            "bank_conflicts",
+            format!("smem 32x32 column, pad {pad}"),
+            "cycles/warp-load",
+            "fundamentals",
+            v("smem_column", &format!("pad{pad}")),
+            "bank_conflicts",
+            sets(&[("layout", 1), ("pad", pad)]),
+            Metric::Single {
+                per: 2048.0,
+                minus: 0.0,
+            },
+        );
+    }
+    for stride in [1i64, 2, 3, 4, 8, 16, 32] {
+        add(
+            "coalescing",
+            format!("gmem stride {stride} (L2)"),
+            "cycles/warp-load",
+            "fundamentals",
+            v("gmem_stride", &stride.to_string()),
+            "coalescing",
+            sets(&[("stride", stride)]),
+            Metric::Single {
+                per: 512.0,
+                minus: 0.0,
+            },
+        );
+    }
+    for (test, param, mode, per) in [
+        ("div_branch", "uniform", 0i64, 16.0),
+        ("div_branch", "parity", 1, 16.0),
+        ("div_trips", "uniform", 3, 1.0),
+        ("div_trips", "lanes", 2, 1.0),
+    ] {
+        add(
+            "divergence",
+            format!("{test} {param}"),
+            if per > 1.0 { "cycles/round" } else { "cycles" },
+            "fundamentals",
+            v(test, param),
+            "divergence",
+            sets(&[("mode", mode)]),
+            Metric::Single { per, minus: 0.0 },
+        );
+    }
     s
 }

@@ -20,6 +20,10 @@ const STORED: &[(&str, &str)] = &[
         include_str!("../../../calibration/data/h200-mma_sync.csv"),
     ),
     (
+        "fundamentals",
+        include_str!("../../../calibration/data/h200-fundamentals.csv"),
+    ),
+    (
         "mem",
         include_str!("../../../calibration/data/h200-mem.csv"),
     ),

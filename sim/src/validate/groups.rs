@@ -358,6 +358,33 @@ pub(super) const GROUPS: &[Group] = &[
                power cap",
     },
     Group {
+        name: "bank_conflicts",
+        bound: Bound::Relative(0.05),
+        note: "cycles per warp-load of 32 warps' 4-byte shared loads at lane strides 1 to 33 \
+               words, and a 32 x 32 float tile's column without and with a word of padding \
+               (scenarios/bank_conflicts.ron)",
+    },
+    Group {
+        name: "coalescing",
+        bound: Bound::None,
+        note: "not modeled: 32 warps' 4-byte L2-resident loads at lane strides of 1 to 32 words \
+               (scenarios/coalescing.ron) take 1 + the 128-byte lines a warp-load touches, in \
+               cycles, on the H200 (2.0, 3.0, 3.9, 4.7, 9.2, 16.4, 33.1 at strides 1, 2, 3, \
+               4, 8, 16, 32), where the model charges the sectors' bytes at the SM port's \
+               77 B/cycle (1.7, 3.3, 5.0, 6.7, then 13.3 from stride 8 on): the L1's line rate \
+               is not modeled. The same rule gives 16-byte loads 102 B/cycle, the 98 one SM \
+               reads in l2_few_sms and inflight",
+    },
+    Group {
+        name: "divergence",
+        bound: Bound::None,
+        note: "not modeled: an if/else round of 32 dependent FFMAs a path takes 185 cycles \
+               warp-uniform and 336 with lanes split on parity on the H200, 128 and 256 in \
+               the model: the branch, its reconvergence (BSSY/BSYNC) and the loop's own \
+               instructions cost nothing in the model; lanes with 1 to 32 trips take 4,863 \
+               cycles against 4,495 for 32 each (4,093 both in the model)",
+    },
+    Group {
         name: "clock_data",
         bound: Bound::None,
         note: "not modeled: power follows the operands' toggling: a matmul of zeros draws 401 W \

@@ -13,6 +13,18 @@ const TWINS: &[(&str, &str)] = &[
         include_str!("../../../scenarios/calibration/pipes.ron"),
     ),
     (
+        "bank_conflicts",
+        include_str!("../../../scenarios/bank_conflicts.ron"),
+    ),
+    (
+        "coalescing",
+        include_str!("../../../scenarios/coalescing.ron"),
+    ),
+    (
+        "divergence",
+        include_str!("../../../scenarios/divergence.ron"),
+    ),
+    (
         "smem",
         include_str!("../../../scenarios/calibration/smem.ron"),
     ),
