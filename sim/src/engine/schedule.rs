@@ -191,15 +191,7 @@ impl Engine<'_> {
                     exit,
                 } => {
                     let n = count.eval(&warp.env).map_err(Fault::LoopCount)?;
-                    if n > isa::compile::MAX_TRIPS {
-                        return Err(Fault::TripCount {
-                            count: n,
-                            limit: isa::compile::MAX_TRIPS,
-                        });
-                    }
-                    warp.env[*var as usize] = 0;
-                    warp.env[*count_slot as usize] = n;
-                    warp.pc = if n > 0 { pc as u32 + 1 } else { *exit };
+                    warp.pc = enter_loop(warp, *var, *count_slot, n, pc as u32, *exit)?;
                 }
                 Op::LoopEnd {
                     var,
@@ -466,6 +458,27 @@ fn changes_state(inst: &Inst) -> bool {
     )
 }
 
+/// Enters a loop of `n` trips at `pc` (its start op): the variable at 0, the count kept; the
+/// next pc is the body's first op, or `exit` when there are no trips.
+fn enter_loop(
+    warp: &mut Warp,
+    var: u16,
+    count_slot: u16,
+    n: i64,
+    pc: u32,
+    exit: u32,
+) -> Result<u32, Fault> {
+    if n > isa::compile::MAX_TRIPS {
+        return Err(Fault::TripCount {
+            count: n,
+            limit: isa::compile::MAX_TRIPS,
+        });
+    }
+    warp.env[var as usize] = 0;
+    warp.env[count_slot as usize] = n;
+    Ok(if n > 0 { pc + 1 } else { exit })
+}
+
 /// A lane-dependent control-flow op (`isa::divergence`): moves the warp's active lanes and
 /// returns its next pc. Out of line: the warp-uniform ops, nearly all of them, stay a small
 /// loop in `evaluate`.
@@ -497,19 +510,7 @@ fn lane_step(warp: &mut Warp, op: &Op, pc: u32) -> Result<u32, Fault> {
             let active = warp.lanes.active();
             let trips = lane_values(&mut warp.env, count, active).map_err(Fault::LoopCount)?;
             let n = warp.lanes.loop_start(trips);
-            if n > isa::compile::MAX_TRIPS {
-                return Err(Fault::TripCount {
-                    count: n,
-                    limit: isa::compile::MAX_TRIPS,
-                });
-            }
-            warp.env[*var as usize] = 0;
-            warp.env[*count_slot as usize] = n;
-            if n > 0 {
-                pc + 1
-            } else {
-                *exit
-            }
+            enter_loop(warp, *var, *count_slot, n, pc, *exit)?
         }
         Op::LoopLanesEnd {
             var,
