@@ -158,7 +158,7 @@ commands! {
     split_kv_decode: ["run", "scenarios/split_kv_decode.ron", "--json"] writes [];
 }
 
-/// `sim stalls` and `sim report` over a trace this test writes first.
+/// `sim stalls` and `sim report` over a trace this test writes first (FA3 as one CTA).
 #[test]
 fn trace_readers() {
     let trace = "traces/golden/readers.trace.json";
@@ -167,6 +167,12 @@ fn trace_readers() {
         &[
             "run",
             "scenarios/fa3_pingpong.ron",
+            "--set",
+            "heads=1",
+            "--set",
+            "seqlen_q=128",
+            "--set",
+            "seqlen=4224",
             "--trace",
             trace,
             "--json",
