@@ -163,22 +163,10 @@ commands! {
 fn trace_readers() {
     let trace = "traces/golden/readers.trace.json";
     let _ = std::fs::create_dir_all(root().join("traces/golden"));
-    let made = record(
-        &[
-            "run",
-            "scenarios/fa3_pingpong.ron",
-            "--set",
-            "heads=1",
-            "--set",
-            "seqlen_q=128",
-            "--set",
-            "seqlen=4224",
-            "--trace",
-            trace,
-            "--json",
-        ],
-        &[trace],
-    );
+    let mut args = vec!["run", "scenarios/fa3_pingpong.ron"];
+    args.extend_from_slice(common::FA3_ONE_CTA);
+    args.extend_from_slice(&["--trace", trace, "--json"]);
+    let made = record(&args, &[trace]);
     assert!(made.contains("exit: Some(0)"), "{made}");
     check("stalls", &["stalls", trace], &[]);
     check(

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{scratch, sim_ok};
+use common::{scratch, sim_ok, FA3_ONE_CTA};
 use flate2::read::GzDecoder;
 use serde_json::Value;
 use sim::analytic::fmt::grouped;
@@ -10,17 +10,6 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::Command;
-
-/// `fa3_pingpong` as one CTA (one head, one query block of 128 rows, 4224 keys): the pipeline
-/// picture.
-const FA3_ONE_CTA: &[&str] = &[
-    "--set",
-    "heads=1",
-    "--set",
-    "seqlen_q=128",
-    "--set",
-    "seqlen=4224",
-];
 
 /// Runs a scenario with a trace at `level`; returns (run JSON, trace JSON, its path).
 fn traced(scenario: &str, level: &str, extra: &[&str]) -> (Value, Value, PathBuf) {

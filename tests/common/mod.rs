@@ -50,6 +50,17 @@ fn shipped(sequences: bool) -> Vec<PathBuf> {
     files
 }
 
+/// `--set` options that make `fa3_pingpong` one CTA (one head, one query block of 128 rows,
+/// 4224 keys): the pipeline picture.
+pub const FA3_ONE_CTA: &[&str] = &[
+    "--set",
+    "heads=1",
+    "--set",
+    "seqlen_q=128",
+    "--set",
+    "seqlen=4224",
+];
+
 /// Run options with these `--set KEY=VALUE` pairs and the defaults otherwise.
 pub fn sets(pairs: &[(&str, i64)]) -> RunOptions {
     RunOptions {

@@ -153,21 +153,16 @@ impl<'a> Walk<'a> {
                     exit,
                 } => {
                     let n = w.eval(count).map_err(|e| err(e.within("loop count")))?;
-                    w.set(*var, 0).map_err(err)?;
-                    w.set(*count_slot, n).map_err(err)?;
-                    pc = if n > 0 { pc + 1 } else { *exit as usize };
+                    pc = w.enter_loop(*var, *count_slot, n, pc, *exit).map_err(err)?;
                 }
                 Op::LoopEnd {
                     var,
                     count_slot,
                     body,
                 } => {
-                    let v = w.get(*var).map_err(err)?.saturating_add(1);
-                    w.set(*var, v).map_err(err)?;
-                    pc = if v < w.get(*count_slot).map_err(err)? {
-                        *body as usize
-                    } else {
-                        pc + 1
+                    pc = match w.next_trip(*var, *count_slot).map_err(err)? {
+                        Some(_) => *body as usize,
+                        None => pc + 1,
                     };
                 }
                 Op::BranchIfZero { cond, target } => {
@@ -204,22 +199,19 @@ impl<'a> Walk<'a> {
                     let trips = lane_values(&mut w.env, count, active)
                         .map_err(|e| err(WalkError::Eval(e).within("loop count")))?;
                     let n = w.lanes.loop_start(trips);
-                    w.set(*var, 0).map_err(err)?;
-                    w.set(*count_slot, n).map_err(err)?;
-                    pc = if n > 0 { pc + 1 } else { *exit as usize };
+                    pc = w.enter_loop(*var, *count_slot, n, pc, *exit).map_err(err)?;
                 }
                 Op::LoopLanesEnd {
                     var,
                     count_slot,
                     body,
                 } => {
-                    let v = w.get(*var).map_err(err)?.saturating_add(1);
-                    w.set(*var, v).map_err(err)?;
-                    pc = if v < w.get(*count_slot).map_err(err)? {
-                        w.lanes.iteration(v);
-                        *body as usize
-                    } else {
-                        pc + 1
+                    pc = match w.next_trip(*var, *count_slot).map_err(err)? {
+                        Some(v) => {
+                            w.lanes.iteration(v);
+                            *body as usize
+                        }
+                        None => pc + 1,
                     };
                 }
                 Op::Reconverge => {
@@ -274,5 +266,24 @@ impl WarpWalk {
             .ok_or(WalkError::SlotOutOfRange(s))?;
         *slot = v;
         Ok(())
+    }
+    /// Enters a loop of `n` trips at `pc`: the next pc, the body's first op or `exit`.
+    fn enter_loop(
+        &mut self,
+        var: u16,
+        count_slot: u16,
+        n: i64,
+        pc: usize,
+        exit: u32,
+    ) -> Result<usize, WalkError> {
+        self.set(var, 0)?;
+        self.set(count_slot, n)?;
+        Ok(if n > 0 { pc + 1 } else { exit as usize })
+    }
+    /// Advances the loop variable at a loop's end: its new value while trips remain.
+    fn next_trip(&mut self, var: u16, count_slot: u16) -> Result<Option<i64>, WalkError> {
+        let v = self.get(var)?.saturating_add(1);
+        self.set(var, v)?;
+        Ok((v < self.get(count_slot)?).then_some(v))
     }
 }
