@@ -181,14 +181,92 @@ fn analyze_attention_prints_the_hopper_figures() {
 }
 
 #[test]
+fn analyze_attention_takes_the_scenarios_problem() {
+    // fa3_pingpong.ron's L2 question: 132 heads x 8 query blocks of 64 rows over 2048 keys.
+    let args = |hit: &'static str| {
+        stdout_of(&[
+            "analyze",
+            "attention",
+            "--bm",
+            "64",
+            "--bn",
+            "176",
+            "--heads",
+            "132",
+            "--seqlen-q",
+            "512",
+            "--seqlen-k",
+            "2048",
+            "--l2-hit",
+            hit,
+        ])
+    };
+    let shared = args("0.848");
+    assert!(
+        shared.contains("Problem: batch 1 x heads 132, seqlen_q 512, seqlen_k 2048, hd 128"),
+        "{shared}"
+    );
+    assert_eq!(fields(&shared, "tiles of 64 rows")[4], "1,056");
+    assert_eq!(fields(&shared, "K/V hit rate needed")[4], "81%");
+    assert!(shared.contains(": tensor-bound"), "{shared}");
+    assert!(args("0.0").contains(": HBM-bound"));
+    // Causal: the lower triangle, 2048 · 2049 / 2 query-key pairs a head.
+    let causal = stdout_of(&[
+        "analyze",
+        "attention",
+        "--bm",
+        "128",
+        "--bn",
+        "128",
+        "--heads",
+        "16",
+        "--seqlen",
+        "2048",
+        "--causal",
+    ]);
+    assert!(causal.contains("hd 128, causal"), "{causal}");
+    let flops = 16 * 4 * 128 * (2048 * 2049 / 2);
+    assert_eq!(
+        fields(&causal, "FLOPs")[1],
+        sim::analytic::fmt::grouped(flops)
+    );
+}
+
+#[test]
 fn analyze_decode_prints_the_split_table() {
     let out = stdout_of(&["analyze", "decode", "--gpu", "h200-sxm", "--splits", "1,8"]);
     assert_eq!(fields(&out, "K/V ")[1], "134,217,728");
     assert_eq!(
         fields(&out, "1 "),
-        ["1", "8", "8", "0.94", "TB/s", "148.2", "µs", "-", "148.2", "µs"]
+        ["1", "8", "8", "1.07", "TB/s", "126.7", "µs", "-", "126.7", "µs"]
     );
-    assert!(out.contains("fastest: 8 splits, 38.1 µs"), "{out}");
+    assert!(
+        out.contains("fastest: 8 splits, 29.6 µs (CUDA graph: a gap of 0.8 µs per kernel)"),
+        "{out}"
+    );
+    // The scenario's names for the same problem, and eager launches' 5 µs a kernel.
+    let same = stdout_of(&[
+        "analyze",
+        "decode",
+        "--gpu",
+        "h200-sxm",
+        "--splits",
+        "1,8",
+        "--hq",
+        "32",
+        "--hkv",
+        "8",
+        "--seqlen-k",
+        "32768",
+    ]);
+    assert_eq!(same, out);
+    let eager = stdout_of(&[
+        "analyze", "decode", "--gpu", "h200-sxm", "--splits", "1,8", "--launch", "eager",
+    ]);
+    assert!(
+        eager.contains("fastest: 8 splits, 38.0 µs (eager: a launch of 5.0 µs per kernel)"),
+        "{eager}"
+    );
 }
 
 #[test]

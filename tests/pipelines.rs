@@ -950,6 +950,8 @@ fn small(name: &str) -> Vec<(String, i64)> {
         "gemm_ampere" => &[("m", 256), ("n", 256), ("k", 256)],
         // One CTA of 6 KV blocks.
         "fa3_pingpong" => &[("heads", 1), ("seqlen_q", 128), ("seqlen", 1056)],
+        // 2 CTAs of 4 KV blocks.
+        "fa2_forward" => &[("heads", 1), ("seqlen", 256)],
         "hbm_stream" => &[("mib", 4)],
         "sector" => &[("ctas", 8)],
         _ => &[],

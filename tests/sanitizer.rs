@@ -301,6 +301,7 @@ fn correct_pipelines_check_clean_and_no_check_skips_the_sanitizer() {
                 Some("hbm_stream") => vec![("mib".into(), 16)],
                 // One CTA: its pipeline is the whole GPU's.
                 Some("fa3_pingpong") => vec![("heads".into(), 1), ("seqlen_q".into(), 128)],
+                Some("fa2_forward") => vec![("heads".into(), 1), ("seqlen".into(), 512)],
                 _ => vec![],
             },
             ..RunOptions::default()

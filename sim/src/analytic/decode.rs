@@ -82,27 +82,45 @@ pub struct Split {
     pub active_sms: u64,
     /// `min(HBM bandwidth, active SMs × per-SM bandwidth)`.
     pub bytes_per_s: f64,
-    /// Launch plus K/V bytes at that bandwidth.
+    /// A launch gap plus K/V bytes at that bandwidth.
     pub t_kv: f64,
-    /// Zero for one split; else a second launch, partials written and read back, and the
+    /// Zero for one split; else a second launch gap, partials written and read back, and the
     /// output written, at HBM bandwidth.
     pub t_combine: f64,
     pub total: f64,
 }
 
+/// How the step's kernels are launched: one after another from the host, or as a CUDA graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Launch {
+    Eager,
+    Graph,
+}
+
+impl Launch {
+    /// The time each kernel of a step adds on `gpu` before its work starts.
+    pub fn gap_s(self, gpu: &GpuSpec) -> f64 {
+        match self {
+            Launch::Eager => gpu.launch_s,
+            Launch::Graph => gpu.graph_gap_s,
+        }
+    }
+}
+
 /// `splits` must be in 1..=seqlen (use [`check_splits`]).
-pub fn split(gpu: &GpuSpec, d: &Decode, splits: u64) -> Split {
+pub fn split(gpu: &GpuSpec, d: &Decode, splits: u64, launch: Launch) -> Split {
+    let gap = launch.gap_s(gpu);
     let ctas = d.batch * d.kv_heads * splits;
     let active_sms = ctas.min(gpu.sms);
     let bytes_per_s = gpu
         .dram_bytes_per_s
         .min(active_sms as f64 * gpu.sm_bytes_per_s);
-    let t_kv = gpu.launch_s + d.kv_bytes() as f64 / bytes_per_s;
+    let t_kv = gap + d.kv_bytes() as f64 / bytes_per_s;
     let t_combine = if splits == 1 {
         0.0
     } else {
         let bytes = 2 * d.partial_bytes(splits) + d.out_bytes();
-        gpu.launch_s + bytes as f64 / gpu.dram_bytes_per_s
+        gap + bytes as f64 / gpu.dram_bytes_per_s
     };
     Split {
         splits,
@@ -157,10 +175,12 @@ mod tests {
     fn few_ctas_are_limited_by_per_sm_bandwidth() {
         let gpu = GpuSpec::h200_sxm();
         let d = llama70b(32768);
-        let s = split(&gpu, &d, 1);
+        let s = split(&gpu, &d, 1, Launch::Eager);
         assert_eq!((s.ctas, s.active_sms), (8, 8));
         assert_eq!(s.bytes_per_s, 8.0 * gpu.sm_bytes_per_s);
         assert_eq!(s.t_kv, 5e-6 + d.kv_bytes() as f64 / s.bytes_per_s);
+        let graph = split(&gpu, &d, 1, Launch::Graph);
+        assert_eq!(graph.t_kv, 768e-9 + d.kv_bytes() as f64 / s.bytes_per_s);
         assert_eq!((s.t_combine, s.total), (0.0, s.t_kv));
     }
 
@@ -168,7 +188,7 @@ mod tests {
     fn enough_splits_saturate_hbm_and_pay_for_a_combine() {
         let gpu = GpuSpec::h200_sxm();
         let d = llama70b(32768);
-        let s = split(&gpu, &d, 32);
+        let s = split(&gpu, &d, 32, Launch::Eager);
         assert_eq!((s.ctas, s.active_sms, s.bytes_per_s), (256, 132, 4.8e12));
         let combine = (2 * d.partial_bytes(32) + d.out_bytes()) as f64 / 4.8e12;
         assert_eq!(s.t_combine, 5e-6 + combine);

@@ -33,6 +33,8 @@ pub struct GpuSpec {
     pub sm_bytes_per_s: f64,
     /// Host-side kernel launch overhead.
     pub launch_s: f64,
+    /// From one kernel's end to the next one's start in a CUDA graph.
+    pub graph_gap_s: f64,
     /// Whether the tensor cores take warpgroup MMAs (wgmma), i.e. Hopper.
     pub has_wgmma: bool,
 }
@@ -71,6 +73,8 @@ impl GpuSpec {
             sm_bytes_per_s: 64.0 * 1.725e9,
             // [SEED] K1/T3 launch overhead; host launches measure ~4-6 us (third-party reports).
             launch_s: 5e-6,
+            // [INF] unmeasured here: the H200's (below).
+            graph_gap_s: 768e-9,
             // [DS] CCCL: no wgmma before sm_90a.
             has_wgmma: false,
         }
@@ -108,6 +112,9 @@ impl GpuSpec {
             sm_bytes_per_s: 64.0 * 1.83e9,
             // [SEED] K1/T3 launch overhead; host launches measure ~4-6 us (third-party reports).
             launch_s: 5e-6,
+            // [M: calibration/data/h200-launch.csv, seq_gap graph_132cta_*] 768 ns from a
+            // kernel's last CTA to the next kernel's start on 132 SMs in a CUDA graph.
+            graph_gap_s: 768e-9,
             // [DS] PTX-WG: wgmma on sm_90a.
             has_wgmma: true,
         }
@@ -119,6 +126,9 @@ impl GpuSpec {
             name: "h200-sxm",
             // [DS] DS-H vendor spec pages: 4.8 TB/s HBM3e; compute as H100.
             dram_bytes_per_s: 4.8e12,
+            // [M: calibration/data/h200-memsys.csv, inflight_all_hbm t1024_u8] one SM reads
+            // 67.3 B/clk from HBM with 64 KiB in flight, at the 1980 MHz it ran at.
+            sm_bytes_per_s: 67.3 * 1.98e9,
             ..GpuSpec::h100_sxm()
         }
     }
@@ -153,6 +163,8 @@ impl GpuSpec {
             sm_bytes_per_s: 64.0 * 1.41e9,
             // [SEED] K1/T3 launch overhead; host launches measure ~4-6 us (third-party reports).
             launch_s: 5e-6,
+            // [INF] unmeasured here: the H200's (below).
+            graph_gap_s: 768e-9,
             // [DS] CCCL: no wgmma before sm_90a.
             has_wgmma: false,
         }
@@ -171,6 +183,11 @@ impl GpuSpec {
     /// Machine balance: FLOPs per DRAM byte at which compute and memory take equal time.
     pub fn balance(&self) -> f64 {
         self.peak_flops / self.dram_bytes_per_s
+    }
+
+    /// The SM clock at which the tensor peak is quoted.
+    pub fn clock_hz(&self) -> f64 {
+        self.peak_flops / (self.sms * self.tensor_flops_per_clk) as f64
     }
 }
 
@@ -265,11 +282,12 @@ mod tests {
     }
 
     #[test]
-    fn h200_differs_from_h100_only_in_memory_bandwidth() {
+    fn h200_differs_from_h100_only_in_its_memory() {
         let h200 = GpuSpec::h200_sxm();
         let as_h100 = GpuSpec {
             name: "h100-sxm",
             dram_bytes_per_s: 3.35e12,
+            sm_bytes_per_s: 64.0 * 1.83e9,
             ..h200
         };
         assert_eq!(as_h100, GpuSpec::h100_sxm());

@@ -68,7 +68,7 @@ impl LocalTraffic {
 
 /// Of `n` more warp-instructions, each touching a spilled value `spilled` times in `live`, how
 /// many do, and the carry to the next count: the running count of a warp with `carry` left.
-fn spilled_share(carry: u64, n: u64, spilled: u64, live: u64) -> (u64, u64) {
+pub(crate) fn spilled_share(carry: u64, n: u64, spilled: u64, live: u64) -> (u64, u64) {
     // Saturating: a count past the macro limit is an error at issue, not a wrap to 0.
     let total = carry.saturating_add(n.saturating_mul(spilled));
     (total / live, total % live)

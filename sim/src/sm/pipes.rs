@@ -67,16 +67,22 @@ impl Engine<'_> {
             return Ok(None);
         }
         let warp = &self.warps[w as usize];
-        let mut pipe_free = self.parts[warp.partition as usize].pipes[pipe_index(pipe)].next_free();
-        if pipe == Pipe::Mma {
-            pipe_free = pipe_free.max(warp.mma_next);
-        }
+        let shared_free = self.parts[warp.partition as usize].pipes[pipe_index(pipe)].next_free();
+        // A warp's own mma.sync interval is a stall count the compiler encodes, which Nsight
+        // Compute reports as `wait`; only a core busy with another warp's work is a throttle.
+        let own_free = if pipe == Pipe::Mma { warp.mma_next } else { 0 };
+        let pipe_free = shared_free.max(own_free);
         if let Some(o) = self.spill_outcome(w, pipe, count, acc, at, pipe_free)? {
             return Ok(Some(o));
         }
+        let throttle = if own_free > shared_free {
+            State::Wait
+        } else {
+            State::MathPipeThrottle
+        };
         Ok(Some(match at.scoreboard {
             Some(stall) if at.starting => stall,
-            _ if pipe_free > self.now => Outcome::StallUntil(State::MathPipeThrottle, pipe_free),
+            _ if pipe_free > self.now => Outcome::StallUntil(throttle, pipe_free),
             _ => Outcome::Ready,
         }))
     }

@@ -6,6 +6,7 @@ use super::demand::Demand;
 use super::error::WalkError;
 use super::lines::Touch;
 use super::walk::{Walk, WarpWalk};
+use crate::sm::local::spilled_share;
 use crate::sm::pipes::pipe_index;
 use crate::sm::pipes::MAX_MACRO_COUNT;
 use crate::sm::tensor_core::Hgmma;
@@ -26,7 +27,9 @@ impl Walk<'_> {
         let p = self.p;
         let port = p.smem.bytes_per_cycle();
         match inst {
-            Inst::Compute { pipe, count, .. } => {
+            Inst::Compute {
+                pipe, count, acc, ..
+            } => {
                 let n = w.eval(count)?;
                 if n <= 0 {
                     return Ok(0);
@@ -45,7 +48,17 @@ impl Walk<'_> {
                     Pipe::Shfl => p.pipes.shfl.cycles_per_warp_instr(),
                 };
                 d.pipes[part][pipe_index(*pipe)] += n as u64 * cycles;
-                Ok(n as u64)
+                // Each warp-instruction on a spilled value reloads it and stores it back: a
+                // local load and a local store, an issue slot each.
+                let (spilled, live) = w.spill;
+                let touched = if spilled > 0 && acc.is_none() && *pipe != Pipe::Mma {
+                    let (count, carry) = spilled_share(w.spill_carry, n as u64, spilled, live);
+                    w.spill_carry = carry;
+                    count
+                } else {
+                    0
+                };
+                Ok(n as u64 + 2 * touched)
             }
             Inst::Wgmma { n, ksteps, a, .. } => {
                 let h = Hgmma {

@@ -135,6 +135,11 @@ impl<'a> Walk<'a> {
             atomics: vec![0; self.k.counters.len()],
             hgmma: (0, 0),
             cta: id.cta,
+            spill: match role.registers {
+                Some(r) if r.spilled() > 0 => (u64::from(r.spilled()), u64::from(r.live)),
+                _ => (0, 0),
+            },
+            spill_carry: 0,
         };
         let mut pc = 0usize;
         let mut steps = 0u32;
@@ -247,6 +252,10 @@ pub(super) struct WarpWalk {
     /// HGMMA pipe (math, RS floor) and operand-feed cycles this warp issued.
     pub(super) hgmma: (u64, u64),
     pub(super) cta: u32,
+    /// The role's spilled and live values per thread ((0, 0): it spills none), and the warp's
+    /// running share of compute that touches them (as `crate::sm::local` counts it).
+    pub(super) spill: (u64, u64),
+    pub(super) spill_carry: u64,
 }
 
 impl WarpWalk {

@@ -3,7 +3,8 @@
 
 use super::{hit_rate, AnalyzeError};
 use crate::analytic::attention::{
-    consumer_regs, effective_intensity, kv_intensity, required_hit, softmax_cost, WARPGROUP_THREADS,
+    consumer_regs, effective_intensity, kv_intensity, required_hit, softmax_cost, Plan, Problem,
+    WARPGROUP_THREADS,
 };
 use crate::analytic::fmt::{grouped, percent, Table};
 use crate::analytic::gpu::GpuSpec;
@@ -28,6 +29,22 @@ pub(super) struct AttentionArgs {
     /// L2 hit rate of the K/V reads, in [0, 1).
     #[arg(long, allow_negative_numbers = true)]
     l2_hit: Option<f64>,
+    /// The problem, as scenarios/fa3_pingpong.ron and fa2_forward.ron take it: sequences.
+    #[arg(long, default_value_t = 1)]
+    batch: u64,
+    /// Heads per sequence.
+    #[arg(long, default_value_t = 2)]
+    heads: u64,
+    /// Query rows and keys per sequence (`--seqlen-q`, `--seqlen-k` set one of them).
+    #[arg(long, default_value_t = 8448)]
+    seqlen: u64,
+    #[arg(long)]
+    seqlen_q: Option<u64>,
+    #[arg(long)]
+    seqlen_k: Option<u64>,
+    /// Causal masking: query i sees the keys up to i + seqlen_k - seqlen_q.
+    #[arg(long)]
+    causal: bool,
 }
 
 pub(super) fn run(a: &AttentionArgs) -> Result<String, AnalyzeError> {
@@ -39,7 +56,95 @@ pub(super) fn run(a: &AttentionArgs) -> Result<String, AnalyzeError> {
     check_step("bm", a.bm, WGMMA_M, WGMMA_M, 4 * WGMMA_M)?;
     check_step("bn", a.bn, 8, 8, 256)?;
     let hit = a.l2_hit.map(hit_rate).transpose()?;
-    Ok(attention_text(&gpu, a.hd, a.bm, a.bn, hit))
+    let problem = Problem::new(
+        a.batch,
+        a.heads,
+        a.seqlen_q.unwrap_or(a.seqlen),
+        a.seqlen_k.unwrap_or(a.seqlen),
+        a.hd,
+        a.causal,
+    )?;
+    let mut out = attention_text(&gpu, a.hd, a.bm, a.bn, hit);
+    out.push_str(&problem_text(&gpu, &problem, a.bm, a.bn, hit));
+    Ok(out)
+}
+
+/// The problem's FLOPs, tiles and the time its tensor cores and HBM need at least.
+fn problem_text(gpu: &GpuSpec, p: &Problem, bm: u64, bn: u64, hit: Option<f64>) -> String {
+    let plan = Plan::new(gpu, p, bm, bn);
+    let clk = gpu.clock_hz();
+    let us = |cycles: f64| format!("{:.1} µs", cycles / clk * 1e6);
+    let mut t = Table::default().right(&[1]);
+    t.row(vec![
+        "FLOPs".into(),
+        grouped(p.flops()),
+        if p.causal {
+            "the causal lower triangle".into()
+        } else {
+            "4 · seqlen_q · seqlen_k · hd a head".into()
+        },
+    ]);
+    t.row(vec![
+        format!("tiles of {bm} rows"),
+        grouped(plan.tiles),
+        format!(
+            "{} KV blocks of {bn} (at most {} a tile); {} FLOPs computed",
+            grouped(plan.steps),
+            plan.max_steps,
+            grouped(plan.flops)
+        ),
+    ]);
+    t.row(vec![
+        "tensor bound".into(),
+        grouped(plan.tensor_clk.round() as u64),
+        format!(
+            "cycles = {} at {:.0} MHz, {:.0} TFLOP/s ({})",
+            us(plan.tensor_clk),
+            clk / 1e6,
+            p.flops() as f64 / (plan.tensor_clk / clk) / 1e12,
+            if p.causal {
+                "blocks spread evenly over the SMs"
+            } else {
+                "whole waves of tiles"
+            }
+        ),
+    ]);
+    t.row(vec![
+        "K/V read by the tiles".into(),
+        grouped(plan.kv_bytes),
+        format!("B; Q and O {} B", grouped(plan.qo_bytes)),
+    ]);
+    t.row(vec![
+        "K/V hit rate needed".into(),
+        percent(plan.required_hit(gpu), 0),
+        "in L2, for the HBM to keep up with the tensor cores".into(),
+    ]);
+    if let Some(h) = hit {
+        let hbm = plan.hbm_clk(gpu, h);
+        let binds = if hbm > plan.tensor_clk {
+            "HBM-bound"
+        } else {
+            "tensor-bound"
+        };
+        t.row(vec![
+            format!("HBM at L2 hit {}", percent(h, 0)),
+            grouped(hbm.round() as u64),
+            format!("cycles = {}: {binds}", us(hbm)),
+        ]);
+    }
+    let shape = if p.seqlen_q == p.seqlen_k {
+        format!("seqlen {}", p.seqlen_q)
+    } else {
+        format!("seqlen_q {}, seqlen_k {}", p.seqlen_q, p.seqlen_k)
+    };
+    format!(
+        "\nProblem: batch {} x heads {}, {shape}, hd {}{}\n{}",
+        p.batch,
+        p.heads,
+        p.hd,
+        if p.causal { ", causal" } else { "" },
+        t.render()
+    )
 }
 
 /// `value` must be a multiple of `step` in `min..=max`: the wgmma shapes.

@@ -1,7 +1,7 @@
 //! `sim analyze decode`: split-KV decode time for a range of split counts.
 
 use super::AnalyzeError;
-use crate::analytic::decode::{self, Decode};
+use crate::analytic::decode::{self, Decode, Launch};
 use crate::analytic::fmt::{grouped, Table};
 use crate::analytic::gpu::GpuSpec;
 use clap::Args;
@@ -15,13 +15,14 @@ pub(super) struct DecodeArgs {
     /// Sequences decoded together, one new token each.
     #[arg(long, default_value_t = 1)]
     batch: u64,
-    /// Query heads (a multiple of the K/V heads: GQA groups share a CTA).
-    #[arg(long, default_value_t = 64)]
+    /// Query heads (a multiple of the K/V heads: GQA groups share a CTA); `--hq` as the
+    /// scenario (scenarios/split_kv_decode.ron) names it.
+    #[arg(long, visible_alias = "hq", default_value_t = 32)]
     q_heads: u64,
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, visible_alias = "hkv", default_value_t = 8)]
     kv_heads: u64,
     /// Tokens in the K/V cache.
-    #[arg(long, default_value_t = 32768)]
+    #[arg(long, visible_alias = "seqlen-k", default_value_t = 32768)]
     seqlen: u64,
     /// Head dimension.
     #[arg(long, default_value_t = 128)]
@@ -29,9 +30,27 @@ pub(super) struct DecodeArgs {
     /// Split counts to compare, e.g. `1,4,16` (default: powers of two until the GPU is full).
     #[arg(long, value_delimiter = ',')]
     splits: Vec<u64>,
-    /// Override the GPU's per-SM memory bandwidth, in GB/s (it is unmeasured).
+    /// How the two kernels are launched: `graph` (as the scenario) or `eager` from the host.
+    #[arg(long, value_enum, default_value = "graph")]
+    launch: LaunchArg,
+    /// Override the GPU's per-SM memory bandwidth, in GB/s (measured on the H200 only).
     #[arg(long, allow_negative_numbers = true)]
     sm_gbps: Option<f64>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum LaunchArg {
+    Graph,
+    Eager,
+}
+
+impl From<LaunchArg> for Launch {
+    fn from(l: LaunchArg) -> Launch {
+        match l {
+            LaunchArg::Graph => Launch::Graph,
+            LaunchArg::Eager => Launch::Eager,
+        }
+    }
 }
 
 fn us(s: f64) -> String {
@@ -55,10 +74,10 @@ pub(super) fn run(a: &DecodeArgs) -> Result<String, AnalyzeError> {
     for &s in &splits {
         decode::check_splits(&d, s)?;
     }
-    Ok(decode_text(&gpu, &d, &splits))
+    Ok(decode_text(&gpu, &d, &splits, a.launch.into()))
 }
 
-fn decode_text(gpu: &GpuSpec, d: &Decode, splits: &[u64]) -> String {
+fn decode_text(gpu: &GpuSpec, d: &Decode, splits: &[u64], launch: Launch) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -72,7 +91,10 @@ fn decode_text(gpu: &GpuSpec, d: &Decode, splits: &[u64]) -> String {
         gpu.dram_bytes_per_s / 1e12,
         gpu.sm_bytes_per_s / 1e9
     );
-    let rows: Vec<decode::Split> = splits.iter().map(|&s| decode::split(gpu, d, s)).collect();
+    let rows: Vec<decode::Split> = splits
+        .iter()
+        .map(|&s| decode::split(gpu, d, s, launch))
+        .collect();
     let mut t = Table::new(&[
         "splits",
         "CTAs",
@@ -102,11 +124,15 @@ fn decode_text(gpu: &GpuSpec, d: &Decode, splits: &[u64]) -> String {
     if let Some(b) = decode::best(&rows) {
         let _ = writeln!(
             out,
-            "  fastest: {} split{}, {} (launch {} per kernel)",
+            "  fastest: {} split{}, {} ({} {} per kernel)",
             b.splits,
             if b.splits == 1 { "" } else { "s" },
             us(b.total),
-            us(gpu.launch_s)
+            match launch {
+                Launch::Graph => "CUDA graph: a gap of",
+                Launch::Eager => "eager: a launch of",
+            },
+            us(launch.gap_s(gpu))
         );
     }
     out
