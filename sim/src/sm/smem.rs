@@ -44,11 +44,14 @@ pub fn wavefronts(a: &LaneAddrs, width: u32, banks: u32, bank_bytes: u32) -> u32
 /// One phase's wavefronts: the distinct words its lanes at `addrs` touch, then the busiest
 /// bank's count of them.
 fn phase_wavefronts(
-    addrs: impl Iterator<Item = u64>,
+    addrs: impl Iterator<Item = u64> + Clone,
     width: u32,
     banks: u32,
     bank_bytes: u32,
 ) -> u32 {
+    if contiguous_within_port(addrs.clone(), width, banks, bank_bytes) {
+        return 1;
+    }
     let mut words: Vec<u64> = addrs
         .flat_map(|a| {
             let first = a / bank_bytes as u64;
@@ -63,6 +66,31 @@ fn phase_wavefronts(
         per_bank[(w % banks as u64) as usize] += 1;
     }
     per_bank.into_iter().max().unwrap_or(0).max(1)
+}
+
+/// Whether the lanes read one bank-aligned run of consecutive bytes no longer than the port
+/// (lane i at the first lane's address + i · width): then no bank holds two of its words, one
+/// wavefront. The common case (a warp's row, an ldmatrix) without sorting its words.
+fn contiguous_within_port(
+    mut addrs: impl Iterator<Item = u64>,
+    width: u32,
+    banks: u32,
+    bank_bytes: u32,
+) -> bool {
+    let Some(first) = addrs.next() else {
+        return false;
+    };
+    if first % u64::from(bank_bytes) != 0 {
+        return false;
+    }
+    let mut next = first + u64::from(width);
+    for a in addrs {
+        if a != next {
+            return false;
+        }
+        next += u64::from(width);
+    }
+    next - first <= u64::from(banks * bank_bytes)
 }
 
 impl Engine<'_> {
@@ -172,5 +200,37 @@ mod tests {
         assert_eq!(wavefronts(&lanes(|l| l * 8), 8, 32, 4), 2);
         // 16 B per lane with a 256 B stride: every quarter-warp hits the same 4 banks 8 times.
         assert_eq!(wavefronts(&lanes(|l| l * 256), 16, 32, 4), 32);
+    }
+
+    #[test]
+    fn the_contiguous_shortcut_agrees_with_counting_words() {
+        // Runs that start on a bank word, or off one, within the port or past it, in order
+        // or not: the shortcut (one wavefront) applies only where counting gives one too.
+        let count = |a: &[u64], width: u32| {
+            let words: std::collections::BTreeSet<u64> = a
+                .iter()
+                .flat_map(|&x| x / 4..=(x + u64::from(width) - 1) / 4)
+                .collect();
+            let mut per_bank = [0u32; 32];
+            for w in words {
+                per_bank[(w % 32) as usize] += 1;
+            }
+            per_bank.into_iter().max().unwrap().max(1)
+        };
+        for width in [1u32, 2, 4, 8, 16] {
+            for start in [0u64, 2, 4, 64, 126] {
+                for lanes in [1usize, 4, 8, 16, 32] {
+                    let run: Vec<u64> = (0..lanes as u64)
+                        .map(|i| start + i * u64::from(width))
+                        .collect();
+                    let mut reversed = run.clone();
+                    reversed.reverse();
+                    for a in [run, reversed] {
+                        let fast = phase_wavefronts(a.iter().copied(), width, 32, 4);
+                        assert_eq!(fast, count(&a, width), "width {width} start {start} {a:?}");
+                    }
+                }
+            }
+        }
     }
 }
