@@ -709,14 +709,20 @@ fn listing(dir: &std::path::Path) -> Vec<String> {
     names
 }
 
+/// A scratch folder `name` holding `mini.ron` (an FMA loop): the folder and the file.
+fn folder_with_mini(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = common::scratch(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let scenario = dir.join("mini.ron");
+    std::fs::write(&scenario, mini("\"j + 1\"", "")).unwrap();
+    (dir, scenario)
+}
+
 /// `sim run -o FILE` writes what standard output would have held, and refuses to write over
 /// the scenario, the baseline or the trace, before the run, leaving them as they were.
 #[test]
 fn run_output_writes_the_file_and_never_an_input() {
-    let dir = common::scratch("output");
-    std::fs::create_dir_all(&dir).unwrap();
-    let scenario = dir.join("mini.ron");
-    std::fs::write(&scenario, mini("\"j + 1\"", "")).unwrap();
+    let (dir, scenario) = folder_with_mini("output");
     let s = scenario.to_str().unwrap();
     let csv = dir.join("mini.csv");
     let c = csv.to_str().unwrap();
@@ -788,10 +794,7 @@ fn run_output_never_replaces_the_default_trace() {
 /// A run that fails, or an output that cannot be written, leaves no file and no temporary.
 #[test]
 fn run_output_leaves_nothing_behind_on_error() {
-    let dir = common::scratch("output_errors");
-    std::fs::create_dir_all(&dir).unwrap();
-    let scenario = dir.join("mini.ron");
-    std::fs::write(&scenario, mini("\"j + 1\"", "")).unwrap();
+    let (dir, scenario) = folder_with_mini("output_errors");
     let s = scenario.to_str().unwrap();
     let deadlock = common::fixture("deadlock_empty");
     let out = dir.join("out.json");
@@ -823,4 +826,86 @@ fn run_output_leaves_nothing_behind_on_error() {
     );
     assert_eq!(listing(&dir), ["folder", "mini.ron"]);
     assert!(listing(&folder).is_empty());
+}
+
+/// `sim report -o FILE` writes the page whole through a temporary file, as `sim run -o` does:
+/// a second report replaces it, and one that fails (a folder in the way, a missing trace, the
+/// trace itself named another way) leaves the folder as it was, with no temporary behind.
+#[test]
+fn report_output_is_written_whole_and_never_over_its_trace() {
+    let (dir, scenario) = folder_with_mini("report_output");
+    let trace = dir.join("mini.trace.json");
+    let t = trace.to_str().unwrap();
+    assert!(sim(&["run", scenario.to_str().unwrap(), "--trace", t])
+        .status
+        .success());
+    let page = dir.join("page.html");
+    let p = page.to_str().unwrap();
+    for _ in 0..2 {
+        let out = sim(&["report", t, "-o", p]);
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), format!("wrote {p}\n"));
+    }
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.trim_end().ends_with("</html>"), "{:.200}", html);
+    let before = listing(&dir);
+    let trace_bytes = std::fs::read(&trace).unwrap();
+    let folder = dir.join("folder");
+    std::fs::create_dir_all(&folder).unwrap();
+    let f = folder.to_str().unwrap();
+    fails_with(&["report", t, "-o", f], &[&format!("error: {f}: ")]);
+    let missing = dir.join("missing.trace.json");
+    let elsewhere = dir.join("elsewhere.html");
+    fails_with(
+        &[
+            "report",
+            missing.to_str().unwrap(),
+            "-o",
+            elsewhere.to_str().unwrap(),
+        ],
+        &["missing.trace.json"],
+    );
+    let other = dir.join(".").join("mini.trace.json");
+    fails_with(
+        &["report", t, "-o", other.to_str().unwrap()],
+        &["-o names the trace being read, which the page would replace"],
+    );
+    std::fs::remove_dir(&folder).unwrap();
+    assert_eq!(
+        listing(&dir),
+        before,
+        "nothing written, nothing left behind"
+    );
+    assert_eq!(std::fs::read(&trace).unwrap(), trace_bytes);
+    assert_eq!(std::fs::read_to_string(&page).unwrap(), html);
+}
+
+/// Run-time errors quote role names in every warp's name and instruction path; a deadlock
+/// lists every live warp. A role named with 100,000 characters is clipped in each, so that the
+/// message stays a few kilobytes (it was 1.6 MB for the deadlock's 12 warps).
+#[test]
+fn long_role_names_are_clipped_in_run_time_errors() {
+    let long = "r".repeat(100_000);
+    let deadlock = std::fs::read_to_string(common::fixture("deadlock_empty"))
+        .unwrap()
+        .replace("\"consumer\"", &format!("\"{long}\""));
+    let runtime = mini("\"10 / (j - 2)\"", "").replace("name: \"w\"", &format!("name: \"{long}\""));
+    for (name, text, what) in [
+        ("long_deadlock.ron", deadlock, "deadlock at cycle"),
+        (
+            "long_runtime.ron",
+            runtime,
+            "expression cannot be evaluated: division by zero",
+        ),
+    ] {
+        let err = check_text(
+            name,
+            &text,
+            &[what, "rrrr … (", " characters left out) … rrrr"],
+        );
+        assert!(err.len() < 20_000, "{name}: {} bytes on stderr", err.len());
+        // A line quotes at most two clipped strings (a warp's name and its message).
+        let longest = err.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        assert!(longest < 2300, "{name}: a line of {longest} characters");
+    }
 }

@@ -9,8 +9,9 @@ use std::fmt;
 /// terminal width by the renderer.
 const MAX_MESSAGE: usize = 8192;
 
-/// `text`, or its first and last parts around a note of how much was left out.
-fn clip(text: &str, max: usize) -> Cow<'_, str> {
+/// `text`, or its first and last parts around a note of how much was left out: for messages
+/// that quote what a user wrote, here and in the simulator's run-time errors.
+pub fn clip(text: &str, max: usize) -> Cow<'_, str> {
     let n = text.chars().count();
     if n <= max {
         return Cow::Borrowed(text);
@@ -91,6 +92,8 @@ impl fmt::Display for Diagnostic {
             );
         }
         if let Some(path) = &self.path {
+            // The path names the role, which may be as long as the file.
+            let path = clip(path, MAX_MESSAGE);
             group = group.element(Level::NOTE.no_name().message(format!("in {path}")));
         }
         write!(f, "{}", Renderer::plain().render(&[group]))

@@ -114,7 +114,9 @@ pub(super) fn apply(op: BinOp, a: i64, b: i64) -> Result<i64, EvalError> {
         Mul => checked(a.checked_mul(b))?,
         Div | Rem | CeilDiv if b == 0 => return Err(EvalError::DivByZero),
         Div => checked(a.checked_div(b))?,
-        Rem => checked(a.checked_rem(b))?,
+        // The remainder always fits: only the quotient of `i64::MIN / -1` overflows, while
+        // `i64::MIN % -1` is 0, not an overflow.
+        Rem => a.wrapping_rem(b),
         CeilDiv => {
             let q = checked(a.checked_div(b))?;
             if a % b != 0 && ((a < 0) == (b < 0)) {

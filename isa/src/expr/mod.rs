@@ -89,7 +89,8 @@ impl fmt::Display for Ast {
     }
 }
 
-fn symbol(op: BinOp) -> &'static str {
+/// An operator as written: `<<`, `&&`, or a function's name (`min`).
+pub fn symbol(op: BinOp) -> &'static str {
     use BinOp::*;
     match op {
         Mul => "*",

@@ -68,6 +68,11 @@ fn errors_are_values_not_panics() {
     assert_eq!(eval_with("1 << 64", &[]), Err(EvalError::BadShift(64)));
     assert_eq!(eval_with("1 << 63", &[]), Err(EvalError::Overflow));
     assert_eq!(eval_with("-1 << 63", &[]), Ok(i64::MIN));
+    // The quotient overflows, the remainder is 0 and the ceiling 2^63 is beyond i64.
+    let min = [("x", i64::MIN)];
+    assert_eq!(eval_with("x / -1", &min), Err(EvalError::Overflow));
+    assert_eq!(eval_with("x % -1", &min), Ok(0));
+    assert_eq!(eval_with("cdiv(x, -1)", &min), Err(EvalError::Overflow));
     let e = parse("j % ").unwrap_err();
     assert!(matches!(e, ParseError::Syntax { offset: 4, .. }), "{e:?}"); // the missing operand
     assert!(parse("(1 + 2").is_err());

@@ -1,5 +1,6 @@
 //! `sim report`: write the HTML page of a trace.
 
+use sim::observe::atomic;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -21,7 +22,9 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
     }
     let page = sim::observe::report_html::build(&a.trace)?;
     let out = a.output.display();
-    std::fs::write(&a.output, page).map_err(|e| anyhow::anyhow!("{out}: {e}"))?;
+    // Whole or not at all, as `sim run -o`: a page a browser is reloading, or a failed write,
+    // never leaves half a page.
+    atomic::write(&a.output, page.as_bytes()).map_err(|e| anyhow::anyhow!("{out}: {e}"))?;
     // The page is written; a closed standard error only loses this note.
     let _ = writeln!(std::io::stderr(), "wrote {out}");
     Ok(())

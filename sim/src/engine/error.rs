@@ -11,7 +11,7 @@ use isa::program::{IndexError, LaneError};
 /// Why a run stopped without finishing.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SimError {
-    #[error("cycle {cycle}: CTA {cta}, warp {warp}: {message}\n  = in {path}")]
+    #[error("cycle {cycle}: CTA {cta}, warp {}: {}\n  = in {}", shown(.warp), shown(.message), shown(.path))]
     Runtime {
         cycle: u64,
         cta: u32,
@@ -19,13 +19,13 @@ pub enum SimError {
         path: String,
         message: String,
     },
-    #[error("deadlock at cycle {cycle}: no event is pending and {warps} warps cannot proceed:\n{}", blocked.join("\n"))]
+    #[error("deadlock at cycle {cycle}: no event is pending and {warps} warps cannot proceed:\n{}", lines(.blocked))]
     Deadlock {
         cycle: u64,
         warps: usize,
         blocked: Vec<String>,
     },
-    #[error("hazard at cycle {cycle}, SM {sm}, CTA {cta}, warp {warp}: {message}\n  = in {path}")]
+    #[error("hazard at cycle {cycle}, SM {sm}, CTA {cta}, warp {}: {}\n  = in {}", shown(.warp), shown(.message), shown(.path))]
     Hazard {
         cycle: u64,
         sm: u32,
@@ -36,7 +36,7 @@ pub enum SimError {
     },
     #[error("the run passed the cycle limit ({limit} cycles; raise it with --max-cycles)")]
     CycleLimit { limit: u64 },
-    #[error("livelock at cycle {cycle}: no progress for {} cycles (since cycle {since} no warp exited, no CTA launched, nothing was stored, no barrier was arrived on, no TMA load landed, no atomic changed a counter and no wgmma completed), while {warps} warps keep running:\n{}\n  = raise the limit with --livelock-cycles if the kernel really computes that long without any of these", cycle - since, spinning.join("\n"))]
+    #[error("livelock at cycle {cycle}: no progress for {} cycles (since cycle {since} no warp exited, no CTA launched, nothing was stored, no barrier was arrived on, no TMA load landed, no atomic changed a counter and no wgmma completed), while {warps} warps keep running:\n{}\n  = raise the limit with --livelock-cycles if the kernel really computes that long without any of these", cycle - since, lines(.spinning))]
     Livelock {
         cycle: u64,
         since: u64,
@@ -50,6 +50,25 @@ pub enum SimError {
         retired: u32,
         grid: u32,
     },
+}
+
+/// The longest warp name, instruction path, message or line of a warp listing shown whole.
+/// They quote the scenario's names (roles, buffers, mbarriers, counters), which may be as long
+/// as the file; a deadlock lists every live warp, each line naming its role twice.
+const MAX_SHOWN: usize = 1024;
+
+/// `text`, clipped in the middle past [`MAX_SHOWN`] characters.
+fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    isa::diag::clip(text, MAX_SHOWN)
+}
+
+/// A warp listing's lines, each [`shown`].
+fn lines(listing: &[String]) -> String {
+    listing
+        .iter()
+        .map(|l| shown(l))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// What stops a warp's instruction: a run-time error of the program, or a sanitizer finding.
