@@ -52,6 +52,9 @@ const PALETTE: [&str; 8] = [
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
 ];
 
+/// A point of a line: its x value and its metric, none where the point failed.
+type Dot = (i64, Option<f64>);
+
 /// `x` defaults to the only swept parameter.
 pub fn line_chart(sweep: &Sweep, x: Option<&str>, metric: Metric) -> Result<String, PlotError> {
     let names: Vec<&str> = sweep.axes.iter().map(|a| a.name.as_str()).collect();
@@ -66,7 +69,7 @@ pub fn line_chart(sweep: &Sweep, x: Option<&str>, metric: Metric) -> Result<Stri
     };
     // One line per combination of the other values, in the order they first appear; a failed
     // point leaves a gap.
-    let mut lines: Vec<(Vec<i64>, Vec<(i64, Option<f64>)>)> = Vec::new();
+    let mut lines: Vec<(Vec<i64>, Vec<Dot>)> = Vec::new();
     for r in &sweep.rows {
         let others: Vec<i64> = (0..r.values.len())
             .filter(|&i| i != xi)
