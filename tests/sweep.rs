@@ -292,3 +292,65 @@ fn the_simulation_orders_what_the_perf_model_ties_on_bk_and_stages() {
     assert!(line.contains("warps mostly in mbarrier_wait"), "{line}");
     assert!(out.contains("  pick: "), "{out}");
 }
+
+#[test]
+fn a_tune_prints_the_same_bytes_for_any_jobs() {
+    let args = |jobs| {
+        [
+            "tune",
+            "gemm",
+            "--gpu",
+            "h100-sxm",
+            "256",
+            "256",
+            "512",
+            "--top-k",
+            "2",
+            "--repeats",
+            "2",
+            "--no-cache",
+            "--jobs",
+            jobs,
+        ]
+    };
+    let one = sim_cached(&scratch("unused-cache"), &args("1"));
+    assert_eq!(one, sim_cached(&scratch("unused-cache"), &args("2")));
+}
+
+/// A config file: the one the simulator refuses is a row with its error, outside the pick.
+#[test]
+fn a_config_the_simulation_refuses_is_a_row_with_its_error() {
+    let configs = scratch("configs.txt");
+    std::fs::write(
+        &configs,
+        "# BMxBNxBK warps stages\n32x64x32 4 2\n64x64x32 4 2\n",
+    )
+    .unwrap();
+    let out = sim_cached(
+        &scratch("unused-cache"),
+        &[
+            "tune",
+            "gemm",
+            "--gpu",
+            "h100-sxm",
+            "256",
+            "256",
+            "256",
+            "--configs",
+            &configs.display().to_string(),
+            "--repeats",
+            "2",
+            "--no-cache",
+        ],
+    );
+    assert!(out.contains(": 2 configs ("), "{out}");
+    let refused = out
+        .lines()
+        .find(|l| l.contains("32x64x32") && l.contains("error:"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        refused.contains("error: bm must be 64, 128 or 256"),
+        "{refused}"
+    );
+    assert!(out.contains("  pick: 64x64x32 4w 2s, the fastest"), "{out}");
+}
