@@ -204,6 +204,24 @@ fn the_plot_draws_one_line_per_combination_of_the_others() {
     assert!(text.contains("font-family=\"sans-serif\""));
     assert_eq!(text.matches("<path ").count(), 2);
     assert!(text.contains(">m=256, n=256, k=256, bm=64, bn=64, bk=32, num_warps=8</text>"));
+    // A wrong --x fails before anything is simulated.
+    let out = command(&[
+        "sweep",
+        SMALL[0],
+        "--set",
+        "stages=1,2",
+        "--plot",
+        &p,
+        "--x",
+        "bn",
+    ])
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: --x bn: not a swept parameter (swept: stages)\n"
+    );
 }
 
 /// The acceptance figures for rtx3070 at 4096³: the analytic steps `sim tune` prints.

@@ -111,6 +111,9 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
             let shown = file.display().to_string();
             let bytes = std::fs::read(file).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
             let source = isa::decode(&shown, &bytes).map_err(|d| anyhow::anyhow!("{d}"))?;
+            if a.plot.is_some() {
+                plot::x_axis(&a.sets, a.x.as_deref())?;
+            }
             let opts = Options {
                 gpu: a.gpu.clone(),
                 seed: a.seed,

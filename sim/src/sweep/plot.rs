@@ -2,7 +2,7 @@
 //! combination of the other parameters' values. Text uses the generic `sans-serif` family, as
 //! the report page does, so the chart needs no particular font.
 
-use super::{Metrics, Sweep};
+use super::{Axis, Metrics, Sweep};
 use crate::observe::report_html::esc;
 use std::fmt::Write;
 
@@ -58,15 +58,7 @@ type Dot = (i64, Option<f64>);
 /// `x` defaults to the only swept parameter.
 pub fn line_chart(sweep: &Sweep, x: Option<&str>, metric: Metric) -> Result<String, PlotError> {
     let names: Vec<&str> = sweep.axes.iter().map(|a| a.name.as_str()).collect();
-    let xi = match (x, names.len()) {
-        (_, 0) => return Err(PlotError::NothingSwept),
-        (None, 1) => 0,
-        (None, _) => return Err(PlotError::WhichX(names.join(", "))),
-        (Some(x), _) => names
-            .iter()
-            .position(|n| *n == x)
-            .ok_or_else(|| PlotError::NotSwept(x.to_string(), names.join(", ")))?,
-    };
+    let xi = x_axis(&sweep.axes, x)?;
     // One line per combination of the other values, in the order they first appear; a failed
     // point leaves a gap.
     let mut lines: Vec<(Vec<i64>, Vec<Dot>)> = Vec::new();
@@ -204,6 +196,21 @@ pub fn line_chart(sweep: &Sweep, x: Option<&str>, metric: Metric) -> Result<Stri
     }
     o.push_str("</svg>\n");
     Ok(o)
+}
+
+/// Which of `axes` the chart's x is: `x`, or the only one. A sweep checks this before it
+/// simulates, so that a wrong `--x` costs nothing.
+pub fn x_axis(axes: &[Axis], x: Option<&str>) -> Result<usize, PlotError> {
+    let names: Vec<&str> = axes.iter().map(|a| a.name.as_str()).collect();
+    match (x, names.len()) {
+        (_, 0) => Err(PlotError::NothingSwept),
+        (None, 1) => Ok(0),
+        (None, _) => Err(PlotError::WhichX(names.join(", "))),
+        (Some(x), _) => names
+            .iter()
+            .position(|n| *n == x)
+            .ok_or_else(|| PlotError::NotSwept(x.to_string(), names.join(", "))),
+    }
 }
 
 /// The smallest of 1, 2, 2.5 or 5 times a power of ten at or above `v`: round axis ends.
