@@ -224,13 +224,18 @@ fn the_plot_draws_one_line_per_combination_of_the_others() {
     );
 }
 
+/// `sim tune`'s plan for an M x N x K GEMM on rtx3070 over Triton's configs.
+fn rtx3070_plan(m: u64, n: u64, k: u64, top_k: usize) -> Plan {
+    let gpu = GpuSpec::rtx3070();
+    let configs = Space::triton(&gpu).configs();
+    let g = Gemm::new(m, n, k).unwrap();
+    Plan::new(gpu, g, configs, "Triton's".into(), top_k)
+}
+
 /// The acceptance figures for rtx3070 at 4096³: the analytic steps `sim tune` prints.
 #[test]
 fn rtx3070_4096_cubed_prunes_46_of_192_and_ties_8_at_3_709_ms() {
-    let gpu = GpuSpec::rtx3070();
-    let configs = Space::triton(&gpu).configs();
-    let g = Gemm::new(4096, 4096, 4096).unwrap();
-    let plan = Plan::new(gpu, g, configs, "Triton's".into(), 1);
+    let plan = rtx3070_plan(4096, 4096, 4096, 1);
     assert_eq!(plan.configs.len(), 192);
     assert_eq!(plan.pruned.pruned.len(), 46);
     assert_eq!(
@@ -251,10 +256,7 @@ fn rtx3070_4096_cubed_prunes_46_of_192_and_ties_8_at_3_709_ms() {
 /// pick obeys the overlap rule: least shared memory among the bands that overlap the fastest's.
 #[test]
 fn an_ampere_tune_picks_by_the_overlap_rule() {
-    let gpu = GpuSpec::rtx3070();
-    let configs = Space::triton(&gpu).configs();
-    let g = Gemm::new(512, 512, 256).unwrap();
-    let plan = Plan::new(gpu, g, configs, "Triton's".into(), 4);
+    let plan = rtx3070_plan(512, 512, 256, 4);
     let opts = TuneOptions {
         repeats: 3,
         seed: 0,
