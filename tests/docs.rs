@@ -20,5 +20,6 @@ fn command_examples_in_the_docs() {
         .case("docs/cli.md")
         .case("docs/scenario-format.md")
         .case("docs/stalls.md")
+        .case("docs/tune.md")
         .run();
 }

@@ -6,7 +6,8 @@
 //! accounting, traces and their readers, reports, the sanitizer. [`run`] ties scenario loading,
 //! validation, simulation and reporting together for the CLI and the tests, and [`sequence`] runs
 //! a scenario's kernels one after another; [`analytic`] holds
-//! the closed-form models and [`validate`] compares simulations with measurements.
+//! the closed-form models and [`validate`] compares simulations with measurements; [`sweep`] runs
+//! a scenario over a product of parameters and tunes GEMM configs by simulation.
 
 pub mod analytic;
 pub mod engine;
@@ -16,4 +17,5 @@ pub mod observe;
 pub mod run;
 pub mod sequence;
 pub mod sm;
+pub mod sweep;
 pub mod validate;

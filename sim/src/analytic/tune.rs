@@ -20,27 +20,82 @@ pub const MAX_PADDING: f64 = 0.5;
 /// Predictions this close (relative) count as one tie group: the model cannot order them.
 const TIE_TOLERANCE: f64 = 1e-9;
 
-/// Every config, BM outermost, stages innermost.
-pub fn space() -> Vec<TileConfig> {
-    let mut out = Vec::new();
-    for bm in BLOCK_MN {
-        for bn in BLOCK_MN {
-            for bk in BLOCK_K {
-                for warps in WARPS {
-                    for stages in STAGES {
-                        out.push(TileConfig {
-                            bm,
-                            bn,
-                            bk,
-                            warps,
-                            stages,
-                        });
+/// Triton's Hopper matmul space for `sim tune` (216 configs): wgmma's m64 instructions need BM of
+/// 64 or more, and Hopper's 227 KB of shared memory makes BK = 128 and a fifth stage worth trying.
+pub const HOPPER_BLOCK_MN: [u64; 3] = [64, 128, 256];
+pub const HOPPER_BLOCK_K: [u64; 3] = [32, 64, 128];
+pub const HOPPER_STAGES: [u64; 4] = [2, 3, 4, 5];
+
+/// The axes of a config space: BM, BN, BK, warps and stages.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Space {
+    pub block_mn: &'static [u64],
+    pub block_k: &'static [u64],
+    pub warps: &'static [u64],
+    pub stages: &'static [u64],
+}
+
+impl Space {
+    /// The seed's space (192 configs): `sim analyze gemm --tune`, and `sim tune` on Ampere.
+    pub const SEED: Space = Space {
+        block_mn: &BLOCK_MN,
+        block_k: &BLOCK_K,
+        warps: &WARPS,
+        stages: &STAGES,
+    };
+    pub const HOPPER: Space = Space {
+        block_mn: &HOPPER_BLOCK_MN,
+        block_k: &HOPPER_BLOCK_K,
+        warps: &WARPS,
+        stages: &HOPPER_STAGES,
+    };
+
+    /// Triton's configs for `gpu`: Hopper's with wgmma, else the seed's.
+    pub fn triton(gpu: &GpuSpec) -> Space {
+        if gpu.has_wgmma {
+            Space::HOPPER
+        } else {
+            Space::SEED
+        }
+    }
+
+    /// Every config, BM outermost, stages innermost.
+    pub fn configs(&self) -> Vec<TileConfig> {
+        let mut out = Vec::new();
+        for &bm in self.block_mn {
+            for &bn in self.block_mn {
+                for &bk in self.block_k {
+                    for &warps in self.warps {
+                        for &stages in self.stages {
+                            out.push(TileConfig {
+                                bm,
+                                bn,
+                                bk,
+                                warps,
+                                stages,
+                            });
+                        }
                     }
                 }
             }
         }
+        out
     }
-    out
+}
+
+impl fmt::Display for Space {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(
+            f,
+            "BM, BN in {:?}, BK in {:?}, warps {:?}, stages {:?}",
+            self.block_mn, self.block_k, self.warps, self.stages
+        )
+    }
+}
+
+/// The seed's space: every config, BM outermost, stages innermost.
+pub fn space() -> Vec<TileConfig> {
+    Space::SEED.configs()
 }
 
 /// Why `early_prune` dropped a config.
@@ -236,7 +291,7 @@ pub fn pick_best(table: &[Measured]) -> Option<Pick> {
     })
 }
 
-/// Why a table of measurements cannot be read.
+/// Why a table of measurements (or a list of configs) cannot be read.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum MediansError {
     #[error("{origin}:{line}: {problem}")]
@@ -245,8 +300,9 @@ pub enum MediansError {
         line: usize,
         problem: MedianLineError,
     },
-    #[error("{0}: no measurements")]
-    Empty(String),
+    /// The input and what it should have held (`measurements`, `configs`).
+    #[error("{0}: no {1}")]
+    Empty(String, &'static str),
 }
 
 /// What is wrong with one line of a table of measurements.
@@ -254,6 +310,10 @@ pub enum MediansError {
 pub enum MedianLineError {
     #[error("expected `BMxBNxBK warps stages median p20 p80`, found {0} fields")]
     Fields(usize),
+    #[error("expected `BMxBNxBK warps stages`, found {0} fields")]
+    ConfigFields(usize),
+    #[error("expected `M N K`, found {0} fields")]
+    ShapeFields(usize),
     #[error(transparent)]
     Config(#[from] InputError),
     #[error("{name} `{text}` is not a whole number")]
@@ -267,13 +327,52 @@ pub enum MedianLineError {
 /// Reads a table of measurements: one config per line, `BMxBNxBK warps stages median p20 p80`
 /// (milliseconds); `#` starts a comment. `origin` names the input in errors.
 pub fn parse_medians(text: &str, origin: &str) -> Result<Vec<Measured>, MediansError> {
+    parse_lines(text, origin, "measurements", parse_median_line)
+}
+
+/// Reads a list of configs: one `BMxBNxBK warps stages` per line; `#` starts a comment.
+pub fn parse_configs(text: &str, origin: &str) -> Result<Vec<TileConfig>, MediansError> {
+    parse_lines(text, origin, "configs", |line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        match fields[..] {
+            [tile, warps, stages] => parse_config(tile, warps, stages),
+            _ => Err(MedianLineError::ConfigFields(fields.len())),
+        }
+    })
+}
+
+/// Reads a list of problems: one `M N K` per line; `#` starts a comment.
+pub fn parse_shapes(text: &str, origin: &str) -> Result<Vec<Gemm>, MediansError> {
+    parse_lines(text, origin, "shapes", |line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [m, n, k] = fields[..] else {
+            return Err(MedianLineError::ShapeFields(fields.len()));
+        };
+        let int = |text: &str, name| {
+            text.parse::<u64>().map_err(|_| MedianLineError::NotWhole {
+                name,
+                text: text.to_string(),
+            })
+        };
+        Ok(Gemm::new(int(m, "M")?, int(n, "N")?, int(k, "K")?)?)
+    })
+}
+
+/// The non-blank lines of `text`, comments stripped, each through `parse`; errors name
+/// `origin` and the line.
+fn parse_lines<T>(
+    text: &str,
+    origin: &str,
+    what: &'static str,
+    parse: impl Fn(&str) -> Result<T, MedianLineError>,
+) -> Result<Vec<T>, MediansError> {
     let mut rows = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = raw.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
             continue;
         }
-        let row = parse_median_line(line).map_err(|problem| MediansError::Line {
+        let row = parse(line).map_err(|problem| MediansError::Line {
             origin: origin.to_string(),
             line: i + 1,
             problem,
@@ -281,9 +380,27 @@ pub fn parse_medians(text: &str, origin: &str) -> Result<Vec<Measured>, MediansE
         rows.push(row);
     }
     if rows.is_empty() {
-        return Err(MediansError::Empty(origin.to_string()));
+        return Err(MediansError::Empty(origin.to_string(), what));
     }
     Ok(rows)
+}
+
+/// `BMxBNxBK`, warps and stages as written.
+fn parse_config(tile: &str, warps: &str, stages: &str) -> Result<TileConfig, MedianLineError> {
+    let (bm, bn, bk) = TileConfig::parse_tile(tile)?;
+    let int = |text: &str, name| {
+        text.parse::<u64>().map_err(|_| MedianLineError::NotWhole {
+            name,
+            text: text.to_string(),
+        })
+    };
+    Ok(TileConfig::new(
+        bm,
+        bn,
+        bk,
+        int(warps, "warps")?,
+        int(stages, "stages")?,
+    )?)
 }
 
 /// One line of [`parse_medians`], comment and blanks stripped.
@@ -292,14 +409,7 @@ fn parse_median_line(line: &str) -> Result<Measured, MedianLineError> {
     let [tile, warps, stages, median, p20, p80] = fields[..] else {
         return Err(MedianLineError::Fields(fields.len()));
     };
-    let (bm, bn, bk) = TileConfig::parse_tile(tile)?;
-    let int = |text: &str, name| {
-        text.parse::<u64>().map_err(|_| MedianLineError::NotWhole {
-            name,
-            text: text.to_string(),
-        })
-    };
-    let config = TileConfig::new(bm, bn, bk, int(warps, "warps")?, int(stages, "stages")?)?;
+    let config = parse_config(tile, warps, stages)?;
     let ms = |text: &str, name| match text.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
         _ => Err(MedianLineError::NotATime {
@@ -333,6 +443,31 @@ mod tests {
         assert_eq!(s.len(), 4 * 4 * 2 * 2 * 3);
         assert_eq!(s[0], tile(32, 32, 32, 4, 2));
         assert_eq!(s[191], tile(256, 256, 64, 8, 4));
+        let h = Space::HOPPER.configs();
+        assert_eq!(h.len(), 216);
+        assert_eq!(h[0], tile(64, 64, 32, 4, 2));
+        assert_eq!(h[215], tile(256, 256, 128, 8, 5));
+    }
+
+    #[test]
+    fn configs_parse_one_per_line() {
+        let c = parse_configs("128x256x64 8 3 # Triton's\n\n64x64x32 4 2\n", "c.txt").unwrap();
+        assert_eq!(c, vec![tile(128, 256, 64, 8, 3), tile(64, 64, 32, 4, 2)]);
+        let e = parse_configs("64x64x32 4", "c.txt")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "c.txt:1: expected `BMxBNxBK warps stages`, found 2 fields"
+        );
+        let g = parse_shapes("# M N K\n4096 4096 512\n", "s.txt").unwrap();
+        assert_eq!(g, vec![Gemm::new(4096, 4096, 512).unwrap()]);
+        let e = parse_shapes("1 2", "s.txt").unwrap_err().to_string();
+        assert_eq!(e, "s.txt:1: expected `M N K`, found 2 fields");
+        assert_eq!(
+            parse_shapes("", "s.txt").unwrap_err().to_string(),
+            "s.txt: no shapes"
+        );
     }
 
     #[test]

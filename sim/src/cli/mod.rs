@@ -10,6 +10,8 @@ mod report;
 mod run;
 mod scenario;
 mod stalls;
+mod sweep;
+mod tune;
 mod validate;
 
 use clap::{Parser, Subcommand};
@@ -47,6 +49,10 @@ pub enum Command {
     Analyze(sim::analytic::cli::AnalyzeArgs),
     /// Measured microbenchmarks (calibration/data) against their simulated twins, per group.
     Validate(sim::validate::ValidateArgs),
+    /// A scenario over a product of parameter values, in parallel: a row per point, shards.
+    Sweep(sweep::Args),
+    /// Triton's autotuner steps with the survivors measured by simulation.
+    Tune(tune::Args),
 }
 
 /// Runs a subcommand; its exit status on success (only `sim check` has one besides 0).
@@ -61,6 +67,8 @@ pub fn execute(command: Command) -> anyhow::Result<ExitCode> {
         Command::Report(a) => report::run(&a),
         Command::Analyze(a) => analyze::run(&a),
         Command::Validate(a) => validate::run(&a),
+        Command::Sweep(a) => sweep::run(&a),
+        Command::Tune(a) => tune::run(&a),
     };
     done.map(|()| ExitCode::SUCCESS)
 }

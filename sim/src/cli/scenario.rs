@@ -59,13 +59,11 @@ fn parse_set(s: &str) -> Result<(String, i64), String> {
     let (k, v) = s
         .split_once('=')
         .ok_or_else(|| format!("`{s}` is not KEY=VALUE"))?;
-    let v = v.trim();
-    let value = match v {
-        "true" => 1,
-        "false" => 0,
-        _ => v.replace('_', "").parse::<i64>().map_err(|_| {
-            format!("the value of `{k}` must be an integer or true/false, not `{v}`")
-        })?,
-    };
+    let value = sim::sweep::parse_value(v).ok_or_else(|| {
+        format!(
+            "the value of `{k}` must be an integer or true/false, not `{}`",
+            v.trim()
+        )
+    })?;
     Ok((k.trim().to_string(), value))
 }

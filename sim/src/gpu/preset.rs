@@ -472,6 +472,11 @@ impl Preset {
         BUILTIN.iter().map(|(n, _)| *n).collect()
     }
 
+    /// A built-in preset's RON text (what results computed on it depend on).
+    pub fn source(name: &str) -> Option<&'static str> {
+        BUILTIN.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+    }
+
     /// Loads a built-in preset by name and checks it.
     pub fn builtin(name: &str) -> Result<Preset, PresetError> {
         Self::with_overrides(name, &BTreeMap::new())

@@ -5,7 +5,7 @@
 mod attention;
 mod decode;
 mod gemm;
-mod tune;
+pub(crate) mod tune;
 
 use super::error::InputError;
 use super::tune::MediansError;

@@ -5,7 +5,7 @@ use super::AnalyzeError;
 use crate::analytic::fmt::{grouped, percent, Table};
 use crate::analytic::gemm::Gemm;
 use crate::analytic::gpu::GpuSpec;
-use crate::analytic::tune::{self, Measured, SEED_MEDIANS};
+use crate::analytic::tune::{self, Measured, Pick, Prediction, SEED_MEDIANS};
 use std::fmt::Write;
 use std::path::Path;
 
@@ -34,19 +34,39 @@ pub(super) fn run(
 }
 
 fn tune_text(gpu: &GpuSpec, g: &Gemm, top_k: usize, medians: &[Measured], source: &str) -> String {
-    let mut out = String::new();
     let space = tune::space();
-    let _ = writeln!(
-        out,
-        "Autotune GEMM {g} on {}: {} configs (BM, BN in {:?}, BK in {:?}, warps {:?}, stages {:?})\n",
+    let mut out = format!(
+        "Autotune GEMM {g} on {}: {} configs ({})\n\n",
         gpu.name,
         space.len(),
-        tune::BLOCK_MN,
-        tune::BLOCK_K,
-        tune::WARPS,
-        tune::STAGES
+        tune::Space::SEED,
     );
     let pruned = tune::early_prune(gpu, g, &space);
+    out += &prune_text(gpu, &pruned);
+    let ranked = tune::rank(gpu, g, &pruned.kept);
+    out += &rank_text(&ranked, top_k);
+
+    let _ = writeln!(out, "pick_best on {source}, times in ms");
+    let Some(pick) = tune::pick_best(medians) else {
+        return out;
+    };
+    let mut mt = Table::new(&["config", "median", "p20", "p80", "smem B", ""]).right(&[1, 2, 3, 4]);
+    for (i, m) in medians.iter().enumerate() {
+        mt.row(vec![
+            m.config.to_string(),
+            format!("{:.3}", m.median_ms),
+            format!("{:.3}", m.p20_ms),
+            format!("{:.3}", m.p80_ms),
+            grouped(m.config.smem_bytes()),
+            pick_notes(&pick, i),
+        ]);
+    }
+    let _ = writeln!(out, "{}  {}", mt.render(), pick_sentence(medians, &pick));
+    out
+}
+
+/// `early_prune`'s counts per reason, with the first config each dropped.
+pub(crate) fn prune_text(gpu: &GpuSpec, pruned: &tune::Pruned) -> String {
     let mut pt = Table::new(&["reason", "pruned", "first example"]).right(&[1]);
     for (reason, label) in [
         (
@@ -73,17 +93,18 @@ fn tune_text(gpu: &GpuSpec, g: &Gemm, top_k: usize, medians: &[Measured], source
             .map_or(String::new(), |(t, p)| format!("{t}: {p}"));
         pt.row(vec![label, pruned.count(reason).to_string(), example]);
     }
-    let _ = writeln!(
-        out,
-        "early_prune: {} kept, {} pruned\n{}",
+    format!(
+        "early_prune: {} kept, {} pruned\n{}\n",
         pruned.kept.len(),
         pruned.pruned.len(),
         pt.render()
-    );
+    )
+}
 
-    let ranked = tune::rank(gpu, g, &pruned.kept);
-    let ties = tune::tie_group(&ranked);
-    let k = tune::top_k(&ranked, top_k);
+/// The perf model's `top_k` (raised to its tie group), fastest first.
+pub(crate) fn rank_text(ranked: &[Prediction], top_k: usize) -> String {
+    let ties = tune::tie_group(ranked);
+    let k = tune::top_k(ranked, top_k);
     let mut rk = Table::new(&[
         "rank",
         "config",
@@ -112,54 +133,42 @@ fn tune_text(gpu: &GpuSpec, g: &Gemm, top_k: usize, medians: &[Measured], source
     } else {
         String::new()
     };
-    let _ = match ranked.first() {
-        None => writeln!(out, "perf_model: no config left to rank\n"),
-        Some(best) => writeln!(
-            out,
-            "perf_model: top {k} of {} ({ties} tie at {}{raised})\n{}",
+    match ranked.first() {
+        None => "perf_model: no config left to rank\n\n".to_string(),
+        Some(best) => format!(
+            "perf_model: top {k} of {} ({ties} tie at {}{raised})\n{}\n",
             ranked.len(),
             ms(best.predicted_s),
             rk.render()
         ),
-    };
-
-    let _ = writeln!(out, "pick_best on {source}, times in ms");
-    let Some(pick) = tune::pick_best(medians) else {
-        return out;
-    };
-    let mut mt = Table::new(&["config", "median", "p20", "p80", "smem B", ""]).right(&[1, 2, 3, 4]);
-    for (i, m) in medians.iter().enumerate() {
-        let mut notes = Vec::new();
-        if i == pick.fastest {
-            notes.push("fastest");
-        } else if pick.overlapping.contains(&i) {
-            notes.push("overlaps");
-        }
-        if i == pick.chosen {
-            notes.push("picked");
-        }
-        mt.row(vec![
-            m.config.to_string(),
-            format!("{:.3}", m.median_ms),
-            format!("{:.3}", m.p20_ms),
-            format!("{:.3}", m.p80_ms),
-            grouped(m.config.smem_bytes()),
-            notes.join(", "),
-        ]);
     }
+}
+
+/// Row `i`'s part in the pick: `fastest`, `overlaps`, `picked`.
+pub(crate) fn pick_notes(pick: &Pick, i: usize) -> String {
+    let mut notes = Vec::new();
+    if i == pick.fastest {
+        notes.push("fastest");
+    } else if pick.overlapping.contains(&i) {
+        notes.push("overlaps");
+    }
+    if i == pick.chosen {
+        notes.push("picked");
+    }
+    notes.join(", ")
+}
+
+/// The pick and why: the fastest, or a config inside its band with less shared memory.
+pub(crate) fn pick_sentence(medians: &[Measured], pick: &Pick) -> String {
     let (f, c) = (&medians[pick.fastest], &medians[pick.chosen]);
-    let _ = if pick.chosen == pick.fastest {
-        writeln!(
-            out,
-            "{}  pick: {}, the fastest; no config inside its [p20, p80] band uses less shared memory",
-            mt.render(),
+    if pick.chosen == pick.fastest {
+        format!(
+            "pick: {}, the fastest; no config inside its [p20, p80] band uses less shared memory",
             c.config
         )
     } else {
-        writeln!(
-            out,
-            "{}  pick: {}, {} slower than the fastest, inside its [p20, p80] band, {} of its shared memory",
-            mt.render(),
+        format!(
+            "pick: {}, {} slower than the fastest, inside its [p20, p80] band, {} of its shared memory",
             c.config,
             percent(c.median_ms / f.median_ms - 1.0, 1),
             percent(
@@ -167,8 +176,7 @@ fn tune_text(gpu: &GpuSpec, g: &Gemm, top_k: usize, medians: &[Measured], source
                 0
             )
         )
-    };
-    out
+    }
 }
 
 fn ms(s: f64) -> String {
