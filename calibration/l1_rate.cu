@@ -1,9 +1,9 @@
 // What limits one SM's L2-resident warp-loads: the lines a warp-load touches (an L1 line
 // rate), the bytes it moves (the SM's port), or the loads in flight against the latency.
 // One CTA on one SM, W warps; each warp runs R rounds of U independent ld.global.cg of `width`
-// bytes a lane, lane L at byte L * stride * width of the round's own span (nothing read twice
-// within a pass), then adds them up (the round's loads are consumed together, after all U are
-// issued). The buffer (4 MiB) is read once before the timed pass, so every load hits L2.
+// bytes a lane, lane L at byte L * stride * width of the round's own span (.cg bypasses
+// L1, so every load goes to L2), then adds them up (the round's loads are consumed together,
+// after all U are issued). The buffer (4 MiB) is read once before the timed pass, so every load hits L2.
 // Rows (param w<width>_s<stride>_W<warps>_U<loads>):
 //   l1_load    cycles per warp-load over the timed pass (clock64 around it, thread 0), from
 //              R = 64 rounds less R = 16 (the difference takes out the start and the drain)
@@ -16,10 +16,12 @@
 constexpr size_t kBufBytes = 4u << 20;
 
 template <int WIDTH, int U>
-__global__ void l1_kernel(const char* __restrict__ p, int stride, int rounds,
+__global__ void __launch_bounds__(1024) l1_kernel(const char* __restrict__ p, int stride, int rounds,
                           unsigned long long* cyc, unsigned* sink) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
-  const size_t span = (size_t)32 * stride * WIDTH;  // one warp-load's address range
+  // One warp-load's address range; a power of two, as is the buffer, so the wrap is a mask (a
+  // 64-bit remainder here cost ~10 cycles a warp-load and bound the first run).
+  const unsigned span = 32u * stride * WIDTH;
   unsigned acc = 0;
   __syncthreads();
   long long t0 = clock64();
@@ -27,9 +29,9 @@ __global__ void l1_kernel(const char* __restrict__ p, int stride, int rounds,
     unsigned v[U][WIDTH / 4 > 0 ? WIDTH / 4 : 1];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const size_t load = ((size_t)r * U + u) * warps + warp;
+      const unsigned load = ((unsigned)r * U + u) * warps + warp;
       // Spans are whole lines, so every warp-load starts on a line.
-      const size_t off = (load * span) % (kBufBytes - span) + (size_t)lane * stride * WIDTH;
+      const unsigned off = ((load * span) & (unsigned)(kBufBytes - 1)) + lane * stride * WIDTH;
       const char* a = p + off;
       if constexpr (WIDTH == 4) {
         asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v[u][0]) : "l"(a));
