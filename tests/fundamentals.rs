@@ -45,19 +45,39 @@ fn bank_conflicts_cost_gcd_of_stride_and_32_wavefronts() {
 }
 
 #[test]
-fn coalescing_from_l2_moves_a_sector_per_touched_32_bytes() {
+fn coalescing_from_l2_moves_a_sector_per_touched_32_bytes_and_takes_a_cycle_per_line() {
     let loads = 32 * 16;
     for stride in 1..=32 {
         let r = run("coalescing", &[("stride", stride)]);
         let sectors = (4 * stride).min(32) as u64;
         assert_eq!(r.l2.bytes, loads * 32 * sectors, "stride {stride}");
         assert_eq!(r.l2.hit_rate, 1.0);
-        agrees(&r, 0.02, &format!("L2, stride {stride}"));
+        // Stride 1 is bound by the tag stage's 2 cycles a load, and the last load's L2 latency
+        // (with its jitter) comes on top.
+        let tol = if stride == 1 { 0.03 } else { 0.02 };
+        agrees(&r, tol, &format!("L2, stride {stride}"));
+        let l1 = r.units["l1"].busy * r.cycles as f64;
+        assert_eq!(
+            l1.round() as u64,
+            loads * stride.max(2) as u64,
+            "stride {stride}"
+        );
     }
-    // From stride 8 on every lane has its own sector: 8x the bytes and the time of stride 1.
-    let (one, eight) = (run("coalescing", &[]), run("coalescing", &[("stride", 8)]));
-    assert_eq!(eight.l2.bytes, 8 * one.l2.bytes);
-    assert!((eight.cycles as f64 / one.cycles as f64 - 8.0).abs() < 0.02 * 8.0);
+    // Strides 2 to 8 are bound by the sectors on the SM's port: 4x the bytes, 4x the time.
+    let (two, eight) = (
+        run("coalescing", &[("stride", 2)]),
+        run("coalescing", &[("stride", 8)]),
+    );
+    assert_eq!(eight.l2.bytes, 4 * two.l2.bytes);
+    assert!((eight.cycles as f64 / two.cycles as f64 - 4.0).abs() < 0.02 * 4.0);
+    // Past that the lines bind, one a cycle, whatever the width: 16-byte lanes 64 bytes apart
+    // touch 16 lines as 4-byte lanes at stride 16 do.
+    let (wide, narrow) = (
+        run("coalescing", &[("width", 16), ("stride", 4)]),
+        run("coalescing", &[("stride", 16)]),
+    );
+    assert_eq!(wide.cycles, narrow.cycles);
+    assert_eq!(wide.bound.as_ref().unwrap().binding, "l1");
 }
 
 #[test]
@@ -115,7 +135,7 @@ fn a_loop_runs_to_its_slowest_lane() {
 fn warp_shuffles_save_the_single_warp_rounds_barriers() {
     let tree = run("block_sum", &[]);
     let shfl = run("block_sum", &[("shuffle", 1)]);
-    assert_eq!((tree.cycles, shfl.cycles), (1_131, 930));
+    assert_eq!((tree.cycles, shfl.cycles), (1_138, 937));
     // Six 57-cycle barrier rounds and the final read (27) against the shuffle tail (168).
     assert_eq!(tree.cycles - shfl.cycles, 6 * 57 + 27 - 168);
     agrees(&tree, 0.02, "tree");

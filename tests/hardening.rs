@@ -429,7 +429,7 @@ fn a_failing_trace_write_keeps_the_diagnosis() {
     assert!(left.is_empty(), "temporary trace left behind: {left:?}");
 }
 
-/// A kernel whose stores end long after its warps exit (3,710 cycles; no event waits for them).
+/// A kernel whose stores end long after its warps exit (8,479 cycles; no event waits for them).
 const STORES: &str = r#"Scenario(
     name: "stores",
     gpu: "h100-sxm",
@@ -449,15 +449,15 @@ const STORES: &str = r#"Scenario(
 fn the_cycle_limit_covers_work_booked_past_the_last_event() {
     let path = temp_scenario("stores.ron", STORES);
     let p = path.to_str().unwrap();
-    let ok = sim(&["run", p, "--no-trace", "--max-cycles", "3710"]);
+    let ok = sim(&["run", p, "--no-trace", "--max-cycles", "8479"]);
     assert!(
         ok.status.success(),
         "{}",
         String::from_utf8_lossy(&ok.stderr)
     );
-    assert!(String::from_utf8_lossy(&ok.stdout).contains("simulated   3,710 cycles"));
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("simulated   8,479 cycles"));
     // It used to exit 0 reporting 3,931 cycles under a limit of 100.
-    for limit in ["100", "3709"] {
+    for limit in ["100", "8478"] {
         fails_with(
             &["run", p, "--no-trace", "--max-cycles", limit],
             &[&format!("the run passed the cycle limit ({limit} cycles")],

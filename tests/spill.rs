@@ -162,11 +162,7 @@ fn impossible_budgets_and_local_fields_are_errors() {
     assert!(text.contains(":27:"), "{text}");
     // The preset's local-memory fields must be usable.
     for (field, value, message) in [
-        (
-            "local.bytes_per_cycle",
-            "0.0",
-            "local.bytes_per_cycle must be a positive number",
-        ),
+        ("l1.access_cycles", "0", "l1.access_cycles must be positive"),
         (
             "local.miss_bytes_per_cycle",
             "-1.0",

@@ -38,6 +38,7 @@ const BOUNDS: &[(&str, Bound)] = &[
     ("spill", Bound::Relative(0.15)),
     ("clock", Bound::Relative(0.05)),
     ("bank_conflicts", Bound::Relative(0.05)),
+    ("l1_lines", Bound::Relative(0.05)),
 ];
 
 #[test]

@@ -148,9 +148,10 @@ pub(crate) struct Sm {
     pub tma_busy: u64,
     pub resident: u32,
     pub launched: u32,
-    /// The L1 as local loads and stores use it, its path to L2 for local lines that miss, and
-    /// the bytes of spilled values its resident warps keep (`crate::sm::local`).
-    pub local_l1: Link,
+    /// The L1's tag stage, which every global and local warp access passes
+    /// (`crate::sm::lsu`); its path to L2 for local lines that miss, and the bytes of spilled
+    /// values its resident warps keep (`crate::sm::local`).
+    pub l1: Server,
     pub local_miss: Link,
     pub local_bytes: u64,
 }
@@ -166,7 +167,7 @@ impl Sm {
             tma_busy: 0,
             resident: 0,
             launched: 0,
-            local_l1: Link::new(p.local.bytes_per_cycle),
+            l1: Server::default(),
             local_miss: Link::new(p.local.miss_bytes_per_cycle),
             local_bytes: 0,
         }

@@ -26,6 +26,7 @@ pub struct Preset {
     pub barriers: Barriers,
     pub tma: Tma,
     pub memory: Memory,
+    pub l1: L1,
     pub local: Local,
     pub launch: Launch,
 }
@@ -367,8 +368,6 @@ pub struct Hbm {
 pub struct Local {
     /// Cycles from the end of a load's L1 booking until its value is usable.
     pub latency: u64,
-    /// Bytes per cycle of the SM's L1 for local loads and stores.
-    pub bytes_per_cycle: f64,
     /// Bytes of spilled values (all resident warps') the L1 keeps; beyond that every local
     /// access misses (a cyclic reuse larger than the cache).
     pub l1_bytes: u64,
@@ -378,6 +377,19 @@ pub struct Local {
     /// Spilled values a warp reloads before it uses them, in one batch: the registers the
     /// compiler keeps free for reloads.
     pub reload_batch: u32,
+}
+
+/// The SM's L1 as its load/store unit uses it: every warp access to global or local memory
+/// (ld/st.global, cp.async, spill loads and stores) holds its tag stage for
+/// `max(access_cycles, lines x line_cycles)` cycles, `lines` the 128-byte lines it touches
+/// (`crate::sm::lsu`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct L1 {
+    /// The least a warp access holds the stage, however few lines it touches.
+    pub access_cycles: u64,
+    /// Cycles per line a warp access touches.
+    pub line_cycles: u64,
 }
 
 /// A `gpu_overrides` path that names no field of the preset.
@@ -600,6 +612,8 @@ impl Preset {
             ),
             ("regs.alloc_unit", self.regs.alloc_unit as u64),
             ("local.l1_bytes", self.local.l1_bytes),
+            ("l1.access_cycles", self.l1.access_cycles),
+            ("l1.line_cycles", self.l1.line_cycles),
             ("local.reload_batch", self.local.reload_batch as u64),
         ] {
             if v == 0 {
@@ -615,7 +629,6 @@ impl Preset {
                 self.memory.l2.data_bytes_per_cycle,
             ),
             ("memory.hbm.bandwidth_gbs", self.memory.hbm.bandwidth_gbs),
-            ("local.bytes_per_cycle", self.local.bytes_per_cycle),
             (
                 "local.miss_bytes_per_cycle",
                 self.local.miss_bytes_per_cycle,
@@ -675,6 +688,8 @@ impl Preset {
                 1 << 32,
             ),
             ("smem.latency", self.smem.latency, MAX_FIELD_CYCLES),
+            ("l1.access_cycles", self.l1.access_cycles, MAX_FIELD_CYCLES),
+            ("l1.line_cycles", self.l1.line_cycles, MAX_FIELD_CYCLES),
             (
                 "smem.queue_cycles",
                 self.smem.queue_cycles,

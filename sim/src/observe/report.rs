@@ -290,6 +290,7 @@ impl Report {
             ("smem", frac(u.smem, 1)),
             ("tma", frac(u.tma, 1)),
             ("tma_fill", frac(u.tma_fill, 1)),
+            ("l1", frac(u.l1, 1)),
             ("l2_port", frac(u.l2_port, 1)),
             ("fma", frac(u.fma, parts)),
             ("alu", frac(u.alu, parts)),
@@ -635,7 +636,8 @@ impl Report {
         };
         let _ = write!(o, "units busy  ");
         for name in [
-            "tensor", "smem", "tma", "tma_fill", "l2_port", "mufu", "fma", "alu", "shfl", "issue",
+            "tensor", "smem", "tma", "tma_fill", "l1", "l2_port", "mufu", "fma", "alu", "shfl",
+            "issue",
         ] {
             let _ = write!(o, " {name} {:.1}%", 100.0 * self.units[name].busy);
         }

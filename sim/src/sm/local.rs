@@ -10,7 +10,7 @@
 //! `local.reload_batch`: the batch's loads (one issue slot each), its warp-instructions (the
 //! first waits for the loads: `long_scoreboard`), its stores (the first waits for their
 //! results); then the rest as usual. Every local access is one 128-byte warp access (32 threads
-//! x 4 bytes) booked on the SM's L1 (`local.bytes_per_cycle`); a load's value is usable
+//! x 4 bytes) booked on the SM's L1 as one line (`l1`, `crate::sm::lsu`); a load's value is usable
 //! `local.latency` cycles after its booking ends. While the SM's resident warps' spilled
 //! values exceed `local.l1_bytes`, every access misses (a cyclic reuse larger than the cache):
 //! it also takes the L1's path to L2 (`local.miss_bytes_per_cycle`, fills and write-backs
@@ -208,16 +208,15 @@ impl Engine<'_> {
     /// One warp access of 128 bytes to frame slot `slot` of warp `w`'s local memory: through
     /// the SM's L1, and to L2 while the SM's spilled values do not fit the L1.
     fn local_access(&mut self, w: u32, slot: u32, store: bool) {
-        let now = self.now;
         let l = &self.p.local;
         let warp = &self.warps[w as usize];
         let sm = warp.sm;
         let addr = self.local_base
             + self.frame_index(w) * self.frame_stride
             + u64::from(slot) * VALUE_BYTES;
+        let miss = self.sms[sm as usize].local_bytes > l.l1_bytes;
+        let (_, mut done) = self.book_l1(sm, 1);
         let s = &mut self.sms[sm as usize];
-        let miss = s.local_bytes > l.l1_bytes;
-        let mut done = s.local_l1.book(now, VALUE_BYTES);
         if miss {
             let through = s.local_miss.book(done, VALUE_BYTES);
             let back = if store {

@@ -1,7 +1,10 @@
 //! The load/store path to global memory: ld/st.global, cp.async and atomics on global counters.
 //! Lane addresses coalesce into 32-byte sectors and L2-line requests
-//! (`crate::memory::coalesce`); the SM's port to L2 is booked at issue, so its bookings stay in
-//! time order.
+//! (`crate::memory::coalesce`). Every warp access first holds the SM's L1 tag stage, one
+//! line after another (`l1.line_cycles` each, at least `l1.access_cycles`: calibration/
+//! l1_rate.cu), so an uncoalesced load costs the lines it touches even where its bytes are
+//! few; its line requests and its bytes on the SM's port to L2 leave when the stage takes it up.
+//! Both are booked at issue, so their bookings stay in time order.
 
 use crate::engine::error::Fault;
 use crate::engine::Engine;
@@ -12,6 +15,13 @@ use isa::expr::Code;
 use isa::program::SlotRef;
 
 impl Engine<'_> {
+    /// Books a warp access of `lines` 128-byte lines on SM `sm`'s L1 tag stage: (start, end).
+    pub(crate) fn book_l1(&mut self, sm: u32, lines: u64) -> (u64, u64) {
+        let l1 = &self.p.l1;
+        let cycles = lines.saturating_mul(l1.line_cycles).max(l1.access_cycles);
+        self.sms[sm as usize].l1.book(self.now, cycles)
+    }
+
     /// The 32-byte sectors (indices) a warp's per-lane access of `width` bytes at byte offsets
     /// `addr` of `tensor` touches.
     fn tensor_sectors(
@@ -37,19 +47,19 @@ impl Engine<'_> {
         addr: &Code,
         width: u32,
     ) -> Result<(), Fault> {
-        let now = self.now;
         let sector = self.p.memory.sector_bytes;
         let sectors = self.tensor_sectors(w, tensor, addr, width)?;
         let bytes = sectors.len() as u64 * sector;
         let requests = line_requests(&sectors, sector, self.p.memory.l2.line_bytes);
         let sm = self.warps[w as usize].sm;
-        let sent = self.mem.port(sm, now, bytes);
-        let mut done = if store { sent } else { now };
+        let (start, tagged) = self.book_l1(sm, requests.len() as u64);
+        let sent = self.mem.port(sm, start, bytes);
+        let mut done = tagged.max(if store { sent } else { start });
         for (a, n) in requests {
             let t = if store {
                 self.mem.write(sm, sent, a, n, &mut self.rng)
             } else {
-                self.mem.read(sm, now, a, n, &mut self.rng)
+                self.mem.read(sm, start, a, n, &mut self.rng)
             };
             done = done.max(t);
         }
@@ -79,9 +89,11 @@ impl Engine<'_> {
         let to = self.lane_addrs(w, addr, slot, limit, width, "the slot")?;
         let sector = self.p.memory.sector_bytes;
         let sm = self.warps[w as usize].sm;
-        let mut back = self.mem.port(sm, now, sectors.len() as u64 * sector);
-        for (a, n) in line_requests(&sectors, sector, self.p.memory.l2.line_bytes) {
-            back = back.max(self.mem.read(sm, now, a, n, &mut self.rng));
+        let requests = line_requests(&sectors, sector, self.p.memory.l2.line_bytes);
+        let (start, tagged) = self.book_l1(sm, requests.len() as u64);
+        let mut back = tagged.max(self.mem.port(sm, start, sectors.len() as u64 * sector));
+        for (a, n) in requests {
+            back = back.max(self.mem.read(sm, start, a, n, &mut self.rng));
         }
         // The shared-memory write is booked at issue (keeping the port in time order);
         // the copy completes when both the data and the write are through.

@@ -1123,6 +1123,41 @@ pub(super) fn specs() -> Vec<Spec> {
             },
         );
     }
+    // One SM's steady L2-resident warp-loads (l1_rate.cu: 32 warps x 8 loads a round, 64 rounds
+    // less 16; the twin 64 loads a warp less 16, all in L2): those whose lines bind (the L1's tag stage), and those whose sectors move at
+    // up to 128 B/cycle on the chip (the SM's port in the model).
+    for (group, width, stride) in [
+        ("l1_lines", 4i64, 1i64),
+        ("l1_lines", 4, 32),
+        ("l1_lines", 8, 8),
+        ("l1_lines", 8, 32),
+        ("l1_lines", 16, 4),
+        ("l1_lines", 16, 8),
+        ("l1_port", 4, 2),
+        ("l1_port", 4, 4),
+        ("l1_port", 4, 8),
+        ("l1_port", 8, 1),
+        ("l1_port", 8, 2),
+        ("l1_port", 16, 1),
+        ("l1_port", 16, 2),
+    ] {
+        add(
+            group,
+            format!("{width}-byte loads, stride {stride}"),
+            "cycles/warp-load",
+            "l1_rate",
+            v("l1_load", &format!("w{width}_s{stride}_W32_U8")),
+            "coalescing",
+            sets(&[("width", width), ("stride", stride)]),
+            Metric::Slope {
+                key: "iters",
+                lo: 16,
+                hi: 64,
+                per: 48.0 * 32.0,
+                minus: 0.0,
+            },
+        );
+    }
     for (test, param, mode, per) in [
         ("div_branch", "uniform", 0i64, 16.0),
         ("div_branch", "parity", 1, 16.0),

@@ -24,6 +24,10 @@ const STORED: &[(&str, &str)] = &[
         include_str!("../../../calibration/data/h200-fundamentals.csv"),
     ),
     (
+        "l1_rate",
+        include_str!("../../../calibration/data/h200-l1_rate.csv"),
+    ),
+    (
         "mem",
         include_str!("../../../calibration/data/h200-mem.csv"),
     ),

@@ -368,12 +368,30 @@ pub(super) const GROUPS: &[Group] = &[
         name: "coalescing",
         bound: Bound::None,
         note: "not modeled: 32 warps' 4-byte L2-resident loads at lane strides of 1 to 32 words \
-               (scenarios/coalescing.ron) take 1 + the 128-byte lines a warp-load touches, in \
-               cycles, on the H200 (2.0, 3.0, 3.9, 4.7, 9.2, 16.4, 33.1 at strides 1, 2, 3, \
-               4, 8, 16, 32), where the model charges the sectors' bytes at the SM port's \
-               77 B/cycle (1.7, 3.3, 5.0, 6.7, then 13.3 from stride 8 on): the L1's line rate \
-               is not modeled. The same rule gives 16-byte loads 102 B/cycle, the 98 one SM \
-               reads in l2_few_sms and inflight",
+               (scenarios/coalescing.ron) take 2.0, 3.0, 3.9, 4.7, 9.2, 16.4 and 33.1 cycles \
+               each at strides 1, 2, 3, 4, 8, 16, 32 on the H200, the 16 loads' last latency \
+               included. The model's L1 tag stage (a line a cycle, 2 at least: l1_lines) gives \
+               strides 16 and 32 within 2% and stride 1 26% slow; strides 2 to 8 are bound by \
+               the sectors' bytes at the SM port's 77 B/cycle where the chip moves 128 (l1_port)",
+    },
+    Group {
+        name: "l1_lines",
+        bound: Bound::Relative(0.05),
+        note: "one SM's steady L2-resident warp-loads (l1_rate.cu, 32 warps) whose 128-byte lines \
+               bind: 1, 16 and 32 lines a load of 4-, 8- and 16-byte lanes take max(2, lines) \
+               cycles, the L1 tag stage's rate (l1.access_cycles, l1.line_cycles)",
+    },
+    Group {
+        name: "l1_port",
+        bound: Bound::None,
+        note: "not modeled: the same loads where few lines carry many sectors: 4-byte lanes at \
+               strides 2, 4, 8 move their 8, 16, 32 sectors at 126-128 B/cycle (2.0, 4.0, \
+               8.1 cycles), 16-byte lanes 112-122 (4.57 cycles for 4 full lines), 8-byte lanes \
+               88 (2.9 for 2); the model carries sectors at the SM port's 77 B/cycle, fitted to \
+               mem_bw's kernel, whose loads are consumed 4 or 5 at a time: raising it to 128 puts \
+               l2_read (bandwidth) 30% and inflight 30-65% fast, since the chip's latency under \
+               load is not modeled (inflight). The port and the latency under load are the next \
+               to separate",
     },
     Group {
         name: "divergence",

@@ -9,6 +9,8 @@ pub struct Demand {
     pub smem: u64,
     /// TMA issue cycles.
     pub tma: u64,
+    /// Cycles of the SM's L1 tag stage (global and local warp accesses, `sm::lsu`).
+    pub l1: u64,
     /// Bytes through the SM's port to L2.
     pub port_bytes: u64,
     /// Bytes TMA loads move from L2 into shared memory (the SM's fill path).
@@ -34,12 +36,13 @@ impl Demand {
         self.tensor += o.tensor;
         self.smem += o.smem;
         self.tma += o.tma;
+        self.l1 += o.l1;
         self.port_bytes += o.port_bytes;
         self.fill_bytes += o.fill_bytes;
         self.l2_bytes += o.l2_bytes;
         for (a, b) in self.pipes.iter_mut().zip(&o.pipes) {
-            for i in 0..4 {
-                a[i] += b[i];
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += y;
             }
         }
         for (a, b) in self.issue.iter_mut().zip(&o.issue) {

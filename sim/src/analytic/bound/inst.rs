@@ -49,7 +49,7 @@ impl Walk<'_> {
                 };
                 d.pipes[part][pipe_index(*pipe)] += n as u64 * cycles;
                 // Each warp-instruction on a spilled value reloads it and stores it back: a
-                // local load and a local store, an issue slot each.
+                // local load and a local store, an issue slot and an L1 access each.
                 let (spilled, live) = w.spill;
                 let touched = if spilled > 0 && acc.is_none() && *pipe != Pipe::Mma {
                     let (count, carry) = spilled_share(w.spill_carry, n as u64, spilled, live);
@@ -58,6 +58,7 @@ impl Walk<'_> {
                 } else {
                     0
                 };
+                d.l1 += 2 * touched * p.l1.access_cycles;
                 Ok(n as u64 + 2 * touched)
             }
             Inst::Wgmma { n, ksteps, a, .. } => {
@@ -222,13 +223,16 @@ impl Walk<'_> {
         }
     }
 
-    /// A warp's global access: one request per line it touches (the engine's split), all
-    /// through the SM's port.
+    /// A warp's global access: one request per line it touches (the engine's split), the L1's
+    /// tag stage for those lines, all through the SM's port.
     fn sectors(&mut self, d: &mut Demand, addrs: &LaneAddrs, width: u32, write: bool) {
         let sector = self.p.memory.sector_bytes;
         let sectors = coalesce::sectors(addrs, width, sector);
         d.port_bytes += sectors.len() as u64 * sector;
-        for (a, n) in coalesce::line_requests(&sectors, sector, self.p.memory.l2.line_bytes) {
+        let requests = coalesce::line_requests(&sectors, sector, self.p.memory.l2.line_bytes);
+        let l1 = &self.p.l1;
+        d.l1 += (requests.len() as u64 * l1.line_cycles).max(l1.access_cycles);
+        for (a, n) in requests {
             self.access(d, a, n, write);
         }
     }

@@ -6,8 +6,9 @@
 //! Units and capacities (per cycle):
 //! - per SM: `tensor` (HGMMA math, at least the RS floor; one at a time), `smem` (the shared-memory port: HGMMA operands,
 //!   ld/st.shared and cp.async wavefronts, TMA box bytes over the port width), `tma` (TMA issue
-//!   cycles),
-//!   `l2_port` (bytes through the SM's port to L2, `memory.sm_bytes_per_cycle`);
+//!   cycles), `l1` (the L1's tag stage: `max(l1.access_cycles, lines x l1.line_cycles)` per
+//!   global or local warp access), `l2_port` (bytes through the SM's port to L2,
+//!   `memory.sm_bytes_per_cycle`);
 //! - per partition (the busiest one counts): `issue` (one instruction), `alu`, `fma`, `mufu`, `shfl`,
 //!   `mma` (pipe cycles per warp-instruction); warp `w` of a CTA runs on partition `w % partitions`;
 //! - GPU-wide: `l2` (all L2 request bytes over `memory.l2.bytes_per_cycle`) and `hbm` (bytes that
@@ -46,9 +47,9 @@ use walk::Walk;
 pub const WALK_BUDGET: u64 = 1 << 28;
 
 /// Unit names in tie-break order: of units with equal time, the first one listed binds.
-pub const UNITS: [&str; 13] = [
-    "tensor", "mma", "smem", "issue", "mufu", "fma", "alu", "shfl", "tma", "tma_fill", "l2_port",
-    "l2", "hbm",
+pub const UNITS: [&str; 14] = [
+    "tensor", "mma", "smem", "issue", "mufu", "fma", "alu", "shfl", "tma", "tma_fill", "l1",
+    "l2_port", "l2", "hbm",
 ];
 
 /// The bound of one kernel.
@@ -135,6 +136,7 @@ pub fn bound_within(
         pipe(pipe_index(Pipe::Shfl)),
         busiest(&|d: &Demand| d.tma as f64),
         busiest(&|d: &Demand| d.fill_bytes as f64 / p.tma.fill_bytes_per_cycle),
+        busiest(&|d: &Demand| d.l1 as f64),
         busiest(&|d: &Demand| d.port_bytes as f64 / m.sm_bytes_per_cycle),
         total.l2_bytes as f64 / m.l2.bytes_per_cycle,
         (dram_read_bytes + dram_write_bytes) as f64 / hbm_bytes_per_cycle,
