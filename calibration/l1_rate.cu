@@ -96,8 +96,6 @@ static void sweep(const char* buf, unsigned long long* d, unsigned* sink) {
 
 int main() {
   header("l1_rate");
-  printf("# sm_clock_mhz=%.0f\n", sm_clock_mhz());
-  printf("test,param,value,unit\n");
   char* buf;
   unsigned long long* d;
   unsigned* sink;
@@ -108,5 +106,6 @@ int main() {
   sweep<4>(buf, d, sink);
   sweep<8>(buf, d, sink);
   sweep<16>(buf, d, sink);
+  footer();
   return 0;
 }

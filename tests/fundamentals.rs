@@ -78,6 +78,15 @@ fn coalescing_from_l2_moves_a_sector_per_touched_32_bytes_and_takes_a_cycle_per_
     );
     assert_eq!(wide.cycles, narrow.cycles);
     assert_eq!(wide.bound.as_ref().unwrap().binding, "l1");
+    // Beyond the L1's queue of 26 accesses the warps wait to issue: 32 warps of 32-line loads
+    // spend nearly all their time in lg_throttle, none waiting for data they never use.
+    let wide_stride = run("coalescing", &[("stride", 32)]);
+    let states = &wide_stride.roles["r"].states;
+    let total: u64 = states.values().sum();
+    assert!(
+        states["lg_throttle"] as f64 > 0.95 * total as f64,
+        "{states:?}"
+    );
 }
 
 #[test]

@@ -259,11 +259,10 @@ impl Engine<'_> {
             Inst::CpAsyncWait { n } => self.group_wait_outcome(w, GroupKind::CpAsync, n)?,
             Inst::SetMaxNReg { inc: true, regs } => self.setmaxnreg_inc_outcome(w, *regs),
             Inst::Shared { store, .. } => self.shared_outcome(w, *store, at),
-            Inst::Global { store: true, .. } => at.scoreboard.unwrap_or(Outcome::Ready),
-            Inst::Global { store: false, .. }
-            | Inst::TmaStoreCommit
+            Inst::Global { store, .. } => self.global_outcome(w, *store, at),
+            Inst::CpAsync { .. } => self.global_outcome(w, false, at),
+            Inst::TmaStoreCommit
             | Inst::CpAsyncCommit
-            | Inst::CpAsync { .. }
             | Inst::AtomicAdd { .. }
             | Inst::Arrive { .. }
             | Inst::ArriveExpectTx { .. }

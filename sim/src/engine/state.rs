@@ -152,6 +152,8 @@ pub(crate) struct Sm {
     /// (`crate::sm::lsu`); its path to L2 for local lines that miss, and the bytes of spilled
     /// values its resident warps keep (`crate::sm::local`).
     pub l1: Server,
+    /// When each global access booked on `l1` starts, while it waits for the stage.
+    pub l1_waiting: VecDeque<u64>,
     pub local_miss: Link,
     pub local_bytes: u64,
 }
@@ -168,6 +170,7 @@ impl Sm {
             resident: 0,
             launched: 0,
             l1: Server::default(),
+            l1_waiting: VecDeque::new(),
             local_miss: Link::new(p.local.miss_bytes_per_cycle),
             local_bytes: 0,
         }

@@ -390,6 +390,9 @@ pub struct L1 {
     pub access_cycles: u64,
     /// Cycles per line a warp access touches.
     pub line_cycles: u64,
+    /// Global accesses that may wait for the stage; a warp whose ld/st.global or cp.async
+    /// would be one more stalls (`lg_throttle`).
+    pub queue: u32,
 }
 
 /// A `gpu_overrides` path that names no field of the preset.
@@ -614,6 +617,7 @@ impl Preset {
             ("local.l1_bytes", self.local.l1_bytes),
             ("l1.access_cycles", self.l1.access_cycles),
             ("l1.line_cycles", self.l1.line_cycles),
+            ("l1.queue", self.l1.queue as u64),
             ("local.reload_batch", self.local.reload_batch as u64),
         ] {
             if v == 0 {
@@ -690,6 +694,7 @@ impl Preset {
             ("smem.latency", self.smem.latency, MAX_FIELD_CYCLES),
             ("l1.access_cycles", self.l1.access_cycles, MAX_FIELD_CYCLES),
             ("l1.line_cycles", self.l1.line_cycles, MAX_FIELD_CYCLES),
+            ("l1.queue", self.l1.queue as u64, 1 << 16),
             (
                 "smem.queue_cycles",
                 self.smem.queue_cycles,

@@ -21,6 +21,8 @@ pub enum State {
     DispatchStall,
     /// The shared-memory port queue or the TMA unit is full.
     MioThrottle,
+    /// The L1's queue of global accesses is full (`sm::lsu`).
+    LgThrottle,
     /// `mbarrier.wait` on a phase that has not completed.
     MbarrierWait,
     /// `bar.sync` on a named barrier that has not completed.
@@ -34,7 +36,7 @@ pub enum State {
 }
 
 impl State {
-    pub const ALL: [State; 13] = [
+    pub const ALL: [State; 14] = [
         State::Selected,
         State::NotSelected,
         State::Wait,
@@ -43,6 +45,7 @@ impl State {
         State::MathPipeThrottle,
         State::DispatchStall,
         State::MioThrottle,
+        State::LgThrottle,
         State::MbarrierWait,
         State::NamedBarrier,
         State::WgmmaWait,
@@ -61,6 +64,7 @@ impl State {
             State::MathPipeThrottle => "math_pipe_throttle",
             State::DispatchStall => "dispatch_stall",
             State::MioThrottle => "mio_throttle",
+            State::LgThrottle => "lg_throttle",
             State::MbarrierWait => "mbarrier_wait",
             State::NamedBarrier => "named_barrier",
             State::WgmmaWait => "wgmma_wait",
@@ -80,6 +84,7 @@ impl State {
             State::MathPipeThrottle => "math_pipe_throttle",
             State::DispatchStall => "dispatch_stall",
             State::MioThrottle => "mio_throttle",
+            State::LgThrottle => "lg_throttle",
             // Nsight Compute 2025.3 reports wgmma.wait_group (WARPGROUP.DEPBAR) as `barrier`.
             State::NamedBarrier | State::WgmmaWait => "barrier",
             State::Setmaxnreg => "misc",
@@ -97,6 +102,7 @@ impl State {
             State::MathPipeThrottle => "#8e24aa",
             State::DispatchStall => "#3949ab",
             State::MioThrottle => "#d81b60",
+            State::LgThrottle => "#f48fb1",
             State::MbarrierWait => "#e53935",
             State::NamedBarrier => "#1e88e5",
             State::WgmmaWait => "#00acc1",
@@ -116,6 +122,7 @@ impl State {
             State::MathPipeThrottle => 'M',
             State::DispatchStall => 'D',
             State::MioThrottle => 'I',
+            State::LgThrottle => 'T',
             State::MbarrierWait => 'B',
             State::NamedBarrier => 'N',
             State::WgmmaWait => 'G',

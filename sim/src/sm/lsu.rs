@@ -7,6 +7,7 @@
 //! Both are booked at issue, so their bookings stay in time order.
 
 use crate::engine::error::Fault;
+use crate::engine::schedule::{Outcome, Pending};
 use crate::engine::Engine;
 use crate::memory::coalesce::{line_requests, sectors};
 use crate::observe::warp_state::State;
@@ -15,6 +16,35 @@ use isa::expr::Code;
 use isa::program::SlotRef;
 
 impl Engine<'_> {
+    /// A global access waits for room in the L1's queue (`l1.queue` accesses waiting for the
+    /// tag stage); a store first for the registers it writes out.
+    pub(crate) fn global_outcome(&mut self, w: u32, store: bool, at: Pending) -> Outcome {
+        let now = self.now;
+        let queue = self.p.l1.queue as usize;
+        let waiting = &mut self.sms[self.warps[w as usize].sm as usize].l1_waiting;
+        while waiting.front().is_some_and(|&start| start <= now) {
+            waiting.pop_front();
+        }
+        match at.scoreboard {
+            Some(stall) if store => stall,
+            // Room once the oldest waiting beyond the queue's depth has started.
+            _ if waiting.len() >= queue => {
+                Outcome::StallUntil(State::LgThrottle, waiting[waiting.len() - queue])
+            }
+            _ => Outcome::Ready,
+        }
+    }
+
+    /// Books a global warp access of `lines` lines on the L1's tag stage (it joins the
+    /// stage's queue until it starts): (start, end).
+    fn book_l1_global(&mut self, sm: u32, lines: u64) -> (u64, u64) {
+        let (start, end) = self.book_l1(sm, lines);
+        if start > self.now {
+            self.sms[sm as usize].l1_waiting.push_back(start);
+        }
+        (start, end)
+    }
+
     /// Books a warp access of `lines` 128-byte lines on SM `sm`'s L1 tag stage: (start, end).
     pub(crate) fn book_l1(&mut self, sm: u32, lines: u64) -> (u64, u64) {
         let l1 = &self.p.l1;
@@ -52,7 +82,7 @@ impl Engine<'_> {
         let bytes = sectors.len() as u64 * sector;
         let requests = line_requests(&sectors, sector, self.p.memory.l2.line_bytes);
         let sm = self.warps[w as usize].sm;
-        let (start, tagged) = self.book_l1(sm, requests.len() as u64);
+        let (start, tagged) = self.book_l1_global(sm, requests.len() as u64);
         let sent = self.mem.port(sm, start, bytes);
         let mut done = tagged.max(if store { sent } else { start });
         for (a, n) in requests {
@@ -90,7 +120,7 @@ impl Engine<'_> {
         let sector = self.p.memory.sector_bytes;
         let sm = self.warps[w as usize].sm;
         let requests = line_requests(&sectors, sector, self.p.memory.l2.line_bytes);
-        let (start, tagged) = self.book_l1(sm, requests.len() as u64);
+        let (start, tagged) = self.book_l1_global(sm, requests.len() as u64);
         let mut back = tagged.max(self.mem.port(sm, start, sectors.len() as u64 * sector));
         for (a, n) in requests {
             back = back.max(self.mem.read(sm, start, a, n, &mut self.rng));
