@@ -10,7 +10,7 @@
 //! `local.reload_batch`: the batch's loads (one issue slot each), its warp-instructions (the
 //! first waits for the loads: `long_scoreboard`), its stores (the first waits for their
 //! results); then the rest as usual. Every local access is one 128-byte warp access (32 threads
-//! x 4 bytes) booked on the SM's L1 as one line (`l1`, `crate::sm::lsu`); a load's value is usable
+//! x 4 bytes) booked on the SM's L1 as one line (`crate::sm::lsu`); a load's value is usable
 //! `local.latency` cycles after its booking ends. While the SM's resident warps' spilled
 //! values exceed `local.l1_bytes`, every access misses (a cyclic reuse larger than the cache):
 //! it also takes the L1's path to L2 (`local.miss_bytes_per_cycle`, fills and write-backs

@@ -4,7 +4,9 @@
 //! line after another (`l1.line_cycles` each, at least `l1.access_cycles`: calibration/
 //! l1_rate.cu), so an uncoalesced load costs the lines it touches even where its bytes are
 //! few; its line requests and its bytes on the SM's port to L2 leave when the stage takes it up.
-//! Both are booked at issue, so their bookings stay in time order.
+//! All are booked at issue, for that cycle: behind a backlog, ahead of time (as L2's slices
+//! are, `engine::server`). While `l1.queue` accesses wait for the stage, the next global one
+//! waits to issue (`lg_throttle`).
 
 use crate::engine::error::Fault;
 use crate::engine::schedule::{Outcome, Pending};

@@ -1124,8 +1124,9 @@ pub(super) fn specs() -> Vec<Spec> {
         );
     }
     // One SM's steady L2-resident warp-loads (l1_rate.cu: 32 warps x 8 loads a round, 64 rounds
-    // less 16; the twin 64 loads a warp less 16, all in L2): those whose lines bind (the L1's tag stage), and those whose sectors move at
-    // up to 128 B/cycle on the chip (the SM's port in the model).
+    // less 16; the twin 64 loads a warp less 16, all in L2): those whose lines bind (the L1's
+    // tag stage), and those whose sectors move at up to 128 B/cycle on the chip (the SM's port
+    // in the model).
     for (group, width, stride) in [
         ("l1_lines", 4i64, 1i64),
         ("l1_lines", 4, 32),
