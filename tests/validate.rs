@@ -204,6 +204,20 @@ fn bad_data_is_an_error_not_a_panic() {
         .unwrap_err()
         .to_string();
     assert_eq!(e, "core.csv line 2: no SM clock for row ffma_rate,1024");
+    // A whole-kernel row runs at the clock NVML read for its config, a row of its own.
+    let mut d = Data::default();
+    d.add(
+        "triton_gemm",
+        "test,param,value,unit\ntgemm_flop_per_sm_cycle,bm64_bn256_bk64_w4_s4,2782,x\n",
+    )
+    .unwrap();
+    let e = validate::validate("h200-sxm", &d, &["triton_gemm".to_string()])
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "no measured row tgemm_clock,bm64_bn256_bk64_w4_s4 in triton_gemm.csv"
+    );
 }
 
 #[test]

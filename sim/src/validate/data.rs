@@ -91,6 +91,10 @@ const STORED: &[(&str, &str)] = &[
         "spill",
         include_str!("../../../calibration/data/h200-spill.csv"),
     ),
+    (
+        "triton_gemm",
+        include_str!("../../../calibration/data/h200-triton_gemm.csv"),
+    ),
 ];
 
 /// (line, clock) of each `#` line that states `sm_clock_mhz_at_start=MHz` (the last one on the

@@ -409,6 +409,21 @@ pub(super) const GROUPS: &[Group] = &[
                and holds 1740 MHz at a tensor load of 0.833, where random data run at ~1480; \
                the model's clock follows the load alone",
     },
+    Group {
+        name: "triton_gemm",
+        bound: Bound::None,
+        note: "not modeled: whole kernel, Triton 3.6's Hopper matmul (bf16 4096^3, TMA \
+               descriptors, calibration/triton_gemm.py) against gemm_pipelined.ron, FLOP per \
+               SM-cycle at each config's NVML clock. Over the 40 configs both ran the model \
+               is fast by 53% on average (-4.5% to +142%), Spearman 0.34; the chip's best is \
+               64x256x64 4w 4s (2,782), the model's 128x256x64 8w 3s (3,697; chip 2,248). The \
+               model gives 8 warps what 4 get (within 1% but one) where the chip loses up to \
+               44% (median 0.82x on the same tile and stages); the 15 configs the chip ran at \
+               1,905 to 1,980 MHz (a mostly idle tensor pipe) are 94% fast, the rest 28%. \
+               Likely: the HGMMA window the chip shares between an SM's warpgroups \
+               (wgmma_arb, gemm_ws_latency) and the latency of loads under load (inflight), \
+               neither in the model; not established without the kernels' SASS",
+    },
 ];
 
 /// Whether group `name` is judged by exact equality (its errors are differences, not ratios).

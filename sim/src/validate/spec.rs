@@ -17,6 +17,9 @@ pub(super) enum Measured {
     Over(&'static str, &'static str, &'static str),
     /// value(test, to) − value(test, from): the time between two clock stamps of one run.
     Between(&'static str, String, String),
+    /// The `value` of row (test, param), measured at the SM clock that row (clock, param)
+    /// holds in MHz: whole kernels whose clock NVML read for each configuration.
+    AtClock(&'static str, String, &'static str),
 }
 
 /// How the simulated value comes from the twin's cycles. `key` runs at `lo` and at `hi`; the
@@ -147,6 +150,10 @@ impl Spec {
                 let (b, _) = data.get(self.program, test, from)?;
                 Ok((a - b, mhz))
             }
+            Measured::AtClock(test, param, clock) => Ok((
+                data.value(self.program, test, param)?,
+                data.value(self.program, clock, param)?,
+            )),
         }
     }
 

@@ -81,6 +81,10 @@ const TWINS: &[(&str, &str)] = &[
         "spill",
         include_str!("../../../scenarios/calibration/spill.ron"),
     ),
+    (
+        "gemm_pipelined",
+        include_str!("../../../scenarios/gemm_pipelined.ron"),
+    ),
 ];
 
 /// Why a twin could not run.
