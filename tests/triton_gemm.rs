@@ -6,8 +6,10 @@ mod common;
 
 use common::scenario;
 use sim::run::{self, RunOptions};
+use sim::validate::Data;
+use std::sync::LazyLock;
 
-const DATA: &str = include_str!("../calibration/data/h200-triton_gemm.csv");
+static DATA: LazyLock<Data> = LazyLock::new(|| Data::stored().expect("stored calibration data"));
 
 /// The configs of the measured grid: (bm, bn, bk, num_warps, stages) and the chip's param name.
 fn grid() -> Vec<([i64; 5], String)> {
@@ -31,10 +33,7 @@ fn grid() -> Vec<([i64; 5], String)> {
 
 /// The value of the chip's row (test, param), if it has one.
 fn chip(test: &str, param: &str) -> Option<f64> {
-    DATA.lines().find_map(|l| {
-        let c: Vec<&str> = l.split(',').collect();
-        (c.len() == 4 && c[0] == test && c[1] == param).then(|| c[2].parse().unwrap())
-    })
+    DATA.value("triton_gemm", test, param).ok()
 }
 
 fn opts(cfg: [i64; 5], shape: i64, clock_mhz: Option<f64>) -> RunOptions {

@@ -316,7 +316,7 @@ impl Data {
     }
 
     /// The value of row (test, param) of `program`, with or without a clock.
-    pub(super) fn value(&self, program: &str, test: &str, param: &str) -> Result<f64, DataError> {
+    pub fn value(&self, program: &str, test: &str, param: &str) -> Result<f64, DataError> {
         Ok(self.row(program, test, param)?.value)
     }
 
