@@ -8,7 +8,9 @@ configs name (bm, bn, bk, num_warps, stages). Rows (param bm<BM>_bn<BN>_bk<BK>_w
   tgemm_regs, tgemm_spills, tgemm_smem   ptxas registers per thread, spilled bytes, shared
                   memory bytes of the compiled kernel
   tgemm_error     the config did not compile or launch (value 1; the message in a comment)
-cublas_* rows: torch.matmul on the same shape, for reference."""
+cublas_* rows: torch.matmul on the same shape, for reference.
+`--once BM,BN,BK,W,S` launches one config three times and prints nothing (for Nsight Compute:
+triton_ncu.sh profiles the third launch)."""
 import itertools
 import sys
 
@@ -61,7 +63,27 @@ def timed(fn, reps=20):
     return times[len(times) // 2]
 
 
+def once(a, b, c, cfg):
+    bm, bn, bk, w, s = map(int, cfg.split(","))
+    a_d = TensorDescriptor.from_tensor(a, [bm, bk])
+    b_d = TensorDescriptor.from_tensor(b, [bn, bk])
+    c_d = TensorDescriptor.from_tensor(c, [bm, bn])
+    grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn),)
+    for _ in range(3):
+        k = matmul_tma[grid](a_d, b_d, c_d, M, N, K, bm, bn, bk, GROUP_M, num_warps=w, num_stages=s)
+    torch.cuda.synchronize()
+    with open(f"/tmp/tgemm_{cfg.replace(',', '_')}.cubin", "wb") as f:
+        f.write(k.asm["cubin"])
+
+
 def main():
+    if sys.argv[1:2] == ["--once"]:
+        torch.manual_seed(0)
+        a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
+        c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+        once(a, b, c, sys.argv[2])
+        return
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"# program=triton_gemm.py gpu={torch.cuda.get_device_name(0)} torch={torch.__version__} "
           f"triton={triton.__version__} sms={sms} shape={M}x{N}x{K}")

@@ -954,6 +954,7 @@ fn small(name: &str) -> Vec<(String, i64)> {
         "fa2_forward" => &[("heads", 1), ("seqlen", 256)],
         "hbm_stream" => &[("mib", 4)],
         "sector" => &[("ctas", 8)],
+        "loaded" => &[("streamers", 4), ("hops", 16), ("iters", 16)],
         _ => &[],
     };
     sets.iter().map(|(k, v)| (k.to_string(), *v)).collect()

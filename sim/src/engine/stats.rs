@@ -77,6 +77,8 @@ pub struct RoleTotals {
     pub warps: u32,
     pub cycles: [u64; State::COUNT],
     pub lifetime: u64,
+    /// The longest-lived warp's lifetime.
+    pub longest: u64,
     pub issued: u64,
     /// Active lanes summed over the issued warp-instructions.
     pub lanes: u64,
@@ -93,6 +95,7 @@ impl RoleTotals {
             warps: 0,
             cycles: [0; State::COUNT],
             lifetime: 0,
+            longest: 0,
             issued: 0,
             lanes: 0,
             mbarrier_waits: vec![0; mbarriers],
@@ -107,6 +110,7 @@ impl RoleTotals {
             *t += c;
         }
         self.lifetime += w.lifetime;
+        self.longest = self.longest.max(w.lifetime);
         self.issued += w.issued;
         self.lanes += w.lanes;
         for (t, c) in self.mbarrier_waits.iter_mut().zip(&w.mbarrier_waits) {

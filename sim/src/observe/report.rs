@@ -153,6 +153,9 @@ pub struct Role {
     pub warps: u32,
     /// Warp-cycles summed over the role's warps (equals the sum of `states`).
     pub lifetime: u64,
+    /// The longest-lived warp's lifetime (what `sim validate` times one warp of a role by).
+    #[serde(skip)]
+    pub longest: u64,
     pub instructions: u64,
     /// Active lanes summed over `instructions` (what `divergence` is computed from).
     #[serde(skip)]
@@ -307,6 +310,7 @@ impl Report {
             let r = roles.entry(role.name.clone()).or_insert_with(|| Role {
                 warps: 0,
                 lifetime: 0,
+                longest: 0,
                 instructions: 0,
                 lanes: 0,
                 states: State::ALL
@@ -347,6 +351,7 @@ impl Report {
             }
             r.warps += w.warps;
             r.lifetime += w.lifetime;
+            r.longest = r.longest.max(w.longest);
             r.instructions += w.issued;
             r.lanes += w.lanes;
             for st in State::ALL {

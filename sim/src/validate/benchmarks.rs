@@ -1159,6 +1159,44 @@ pub(super) fn specs() -> Vec<Spec> {
             },
         );
     }
+    // One SM: a pointer chase's latency while S other warps stream U loads each (loaded_lat.cu;
+    // the twin's streamers stop at 28 beside the chaser's warpgroup), and the stream's rate.
+    for (level, name) in [(0i64, "l2"), (1, "hbm")] {
+        for unroll in [1i64, 4] {
+            for streamers in [0i64, 1, 4, 16, 28] {
+                let param = format!("{name}_S{streamers}_U{unroll}");
+                let sets = sets(&[
+                    ("level", level),
+                    ("unroll", unroll),
+                    ("streamers", streamers),
+                ]);
+                add(
+                    "loaded_latency",
+                    format!("{name} chase beside {streamers} warps x {unroll} loads"),
+                    "cycles/hop",
+                    "loaded_lat",
+                    v("loaded_lat", &param),
+                    "loaded",
+                    sets.clone(),
+                    Metric::LongestPer { per: 256.0 },
+                );
+                if streamers > 0 {
+                    add(
+                        "loaded_latency",
+                        format!("{name} stream of {streamers} warps x {unroll} loads"),
+                        "B/cycle",
+                        "loaded_lat",
+                        v("loaded_bw", &param),
+                        "loaded",
+                        sets,
+                        Metric::SingleRate {
+                            amount: (streamers * unroll * 400 * 512) as f64,
+                        },
+                    );
+                }
+            }
+        }
+    }
     for (test, param, mode, per) in [
         ("div_branch", "uniform", 0i64, 16.0),
         ("div_branch", "parity", 1, 16.0),

@@ -28,6 +28,10 @@ const STORED: &[(&str, &str)] = &[
         include_str!("../../../calibration/data/h200-l1_rate.csv"),
     ),
     (
+        "loaded_lat",
+        include_str!("../../../calibration/data/h200-loaded_lat.csv"),
+    ),
+    (
         "mem",
         include_str!("../../../calibration/data/h200-mem.csv"),
     ),

@@ -394,6 +394,20 @@ pub(super) const GROUPS: &[Group] = &[
                to separate",
     },
     Group {
+        name: "loaded_latency",
+        bound: Bound::None,
+        note: "not modeled: one SM, one warp chasing pointers while S others stream \
+               (loaded_lat.cu). On the H200 the chase barely notices the stream: from L2 287 \
+               cycles a hop alone, 297 beside 16 warps x 4 loads (84 B/cycle), 356 beside 28 \
+               (119 B/cycle, near the SM's 128); from DRAM 665-700 at any load, while the \
+               stream reaches 65-72 B/cycle. The streamers themselves see more (a 4-load \
+               iteration 370-480 cycles from L2, 880 from DRAM): Little's law over their bytes \
+               in flight. The model's SM port is one first-come queue at 77 B/cycle, so the \
+               chase waits behind the stream's backlog (726 cycles a hop beside 28 warps from \
+               L2): the chip serves a warp's single load ahead of others' bursts, as \
+               arbitration per warp or partition would",
+    },
+    Group {
         name: "divergence",
         bound: Bound::None,
         note: "not modeled: an if/else round of 32 dependent FFMAs a path takes 185 cycles \
@@ -414,15 +428,16 @@ pub(super) const GROUPS: &[Group] = &[
         bound: Bound::None,
         note: "not modeled: whole kernel, Triton 3.6's Hopper matmul (bf16 4096^3, TMA \
                descriptors, calibration/triton_gemm.py) against gemm_pipelined.ron, FLOP per \
-               SM-cycle at each config's NVML clock. Over the 40 configs both ran the model \
-               is fast by 53% on average (-4.5% to +142%), Spearman 0.34; the chip's best is \
-               64x256x64 4w 4s (2,782), the model's 128x256x64 8w 3s (3,697; chip 2,248). The \
-               model gives 8 warps what 4 get (within 1% but one) where the chip loses up to \
-               44% (median 0.82x on the same tile and stages); the 15 configs the chip ran at \
-               1,905 to 1,980 MHz (a mostly idle tensor pipe) are 94% fast, the rest 28%. \
-               Likely: the HGMMA window the chip shares between an SM's warpgroups \
-               (wgmma_arb, gemm_ws_latency) and the latency of loads under load (inflight), \
-               neither in the model; not established without the kernels' SASS",
+               SM-cycle at each config's NVML clock; the twin's mainloop follows the kernels' \
+               SASS (h200-triton_sass.txt: 8 warps wait for each k16 HGMMA, 3 or 4 CTA barriers \
+               a k-tile). Over the 40 configs both ran the model is fast by 28% on average \
+               (-22% to +69%), Spearman 0.78; the chip's best is 64x256x64 4w 4s (2,782; the \
+               model's 9th), the model's 128x128x64 4w 5s (3,326; chip 2,562). 8 warps keep \
+               0.78x of 4 warps' rate in the model, 0.82x on the chip (medians). 2 stages are \
+               37% fast, and the 15 configs the chip ran at 1,905 to 1,980 MHz (a mostly idle \
+               tensor pipe) 39%, the rest 18%: the latency of loads under load (inflight, \
+               loaded_latency) and the HGMMA window shared by an SM's warpgroups (wgmma_arb), \
+               neither in the model, are the candidates",
     },
 ];
 

@@ -67,6 +67,9 @@ pub(super) enum Metric {
     /// How long the warps of one of the twin's roles lived, on average, in one run: when that
     /// role's work ended, counted from the launch.
     Lifetime(TwinRole),
+    /// How long the longest-lived warp of role `first` lived, over `per` (one warp's work in a
+    /// role of idle others: a chase's cycles per hop).
+    LongestPer { per: f64 },
 }
 
 /// The roles whose lifetimes a [`Sample`] keeps.
@@ -122,6 +125,7 @@ impl Metric {
             }
             Metric::Lifetime(TwinRole::Mma) => s[0].mma_cycles as f64,
             Metric::Lifetime(TwinRole::First) => s[0].first_cycles as f64,
+            Metric::LongestPer { per } => s[0].first_longest as f64 / per,
         }
     }
 }
@@ -167,7 +171,8 @@ impl Spec {
             Metric::Single { .. }
             | Metric::SingleRate { .. }
             | Metric::DramPerAsked { .. }
-            | Metric::Lifetime(_) => vec![k(None)],
+            | Metric::Lifetime(_)
+            | Metric::LongestPer { .. } => vec![k(None)],
             Metric::Degree { key, lo, hi, base }
             | Metric::MmaSlopeOver {
                 key, lo, hi, base, ..

@@ -45,6 +45,10 @@ const TWINS: &[(&str, &str)] = &[
         include_str!("../../../scenarios/calibration/inflight.ron"),
     ),
     (
+        "loaded",
+        include_str!("../../../scenarios/calibration/loaded.ron"),
+    ),
+    (
         "sector",
         include_str!("../../../scenarios/calibration/sector.ron"),
     ),
@@ -122,6 +126,8 @@ pub(super) struct Sample {
     pub(super) dram_read: u64,
     pub(super) mma_cycles: u64,
     pub(super) first_cycles: u64,
+    /// The longest-lived warp of role `first`.
+    pub(super) first_longest: u64,
 }
 
 /// One run.
@@ -152,6 +158,7 @@ fn simulate(gpu: &str, key: &RunKey) -> Result<Sample, TwinError> {
         dram_read: report.dram.read_bytes,
         mma_cycles: lifetime("mma"),
         first_cycles: lifetime("first"),
+        first_longest: report.roles.get("first").map_or(0, |r| r.longest),
     })
 }
 
