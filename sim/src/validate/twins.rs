@@ -1,94 +1,42 @@
-//! The twin scenarios (`scenarios/calibration/`), compiled in, and their runs: each distinct
-//! (twin, parameters, clock) simulates once, on as many threads as the machine offers.
+//! The twin scenarios (most in `scenarios/calibration/`, a few shipped scenarios), compiled in,
+//! and their runs: each distinct (twin, parameters, clock) simulates once, on as many threads as
+//! the machine offers.
 
 use super::ValidateError;
 use crate::run::{self, RunError, RunOptions};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-/// The twin scenarios: (name, RON text).
-const TWINS: &[(&str, &str)] = &[
-    (
-        "pipes",
-        include_str!("../../../scenarios/calibration/pipes.ron"),
-    ),
-    (
-        "bank_conflicts",
-        include_str!("../../../scenarios/bank_conflicts.ron"),
-    ),
-    (
-        "coalescing",
-        include_str!("../../../scenarios/coalescing.ron"),
-    ),
-    (
-        "divergence",
-        include_str!("../../../scenarios/divergence.ron"),
-    ),
-    (
-        "smem",
-        include_str!("../../../scenarios/calibration/smem.ron"),
-    ),
-    (
-        "wgmma",
-        include_str!("../../../scenarios/calibration/wgmma.ron"),
-    ),
-    (
-        "barriers",
-        include_str!("../../../scenarios/calibration/barriers.ron"),
-    ),
-    (
-        "gmem",
-        include_str!("../../../scenarios/calibration/gmem.ron"),
-    ),
-    (
-        "inflight",
-        include_str!("../../../scenarios/calibration/inflight.ron"),
-    ),
-    (
-        "loaded",
-        include_str!("../../../scenarios/calibration/loaded.ron"),
-    ),
-    (
-        "sector",
-        include_str!("../../../scenarios/calibration/sector.ron"),
-    ),
-    (
-        "tma",
-        include_str!("../../../scenarios/calibration/tma.ron"),
-    ),
-    (
-        "smem_port",
-        include_str!("../../../scenarios/calibration/smem_port.ron"),
-    ),
-    (
-        "softmax",
-        include_str!("../../../scenarios/calibration/softmax.ron"),
-    ),
-    (
-        "attention",
-        include_str!("../../../scenarios/calibration/attention.ron"),
-    ),
-    ("gemm_ws", include_str!("../../../scenarios/gemm_ws.ron")),
-    (
-        "mbar_cost",
-        include_str!("../../../scenarios/calibration/mbar_cost.ron"),
-    ),
-    (
-        "fa3_pingpong",
-        include_str!("../../../scenarios/fa3_pingpong.ron"),
-    ),
-    (
-        "wgmma_arb",
-        include_str!("../../../scenarios/calibration/wgmma_arb.ron"),
-    ),
-    (
-        "spill",
-        include_str!("../../../scenarios/calibration/spill.ron"),
-    ),
-    (
-        "gemm_pipelined",
-        include_str!("../../../scenarios/gemm_pipelined.ron"),
-    ),
+/// A twin: its name, its file (relative to the repository) and the file's text, compiled in.
+macro_rules! twin {
+    ($name:literal, $file:literal) => {
+        ($name, $file, include_str!(concat!("../../../", $file)))
+    };
+}
+
+/// The twin scenarios: (name, file, RON text).
+const TWINS: &[(&str, &str, &str)] = &[
+    twin!("pipes", "scenarios/calibration/pipes.ron"),
+    twin!("bank_conflicts", "scenarios/bank_conflicts.ron"),
+    twin!("coalescing", "scenarios/coalescing.ron"),
+    twin!("divergence", "scenarios/divergence.ron"),
+    twin!("smem", "scenarios/calibration/smem.ron"),
+    twin!("wgmma", "scenarios/calibration/wgmma.ron"),
+    twin!("barriers", "scenarios/calibration/barriers.ron"),
+    twin!("gmem", "scenarios/calibration/gmem.ron"),
+    twin!("inflight", "scenarios/calibration/inflight.ron"),
+    twin!("loaded", "scenarios/calibration/loaded.ron"),
+    twin!("sector", "scenarios/calibration/sector.ron"),
+    twin!("tma", "scenarios/calibration/tma.ron"),
+    twin!("smem_port", "scenarios/calibration/smem_port.ron"),
+    twin!("softmax", "scenarios/calibration/softmax.ron"),
+    twin!("attention", "scenarios/calibration/attention.ron"),
+    twin!("gemm_ws", "scenarios/gemm_ws.ron"),
+    twin!("mbar_cost", "scenarios/calibration/mbar_cost.ron"),
+    twin!("fa3_pingpong", "scenarios/fa3_pingpong.ron"),
+    twin!("wgmma_arb", "scenarios/calibration/wgmma_arb.ron"),
+    twin!("spill", "scenarios/calibration/spill.ron"),
+    twin!("gemm_pipelined", "scenarios/gemm_pipelined.ron"),
 ];
 
 /// Why a twin could not run.
@@ -133,10 +81,9 @@ pub(super) struct Sample {
 /// One run.
 fn simulate(gpu: &str, key: &RunKey) -> Result<Sample, TwinError> {
     let (twin, sets, khz) = key;
-    let text = TWINS
+    let (_, file, text) = TWINS
         .iter()
-        .find(|(n, _)| n == twin)
-        .map(|(_, t)| *t)
+        .find(|(n, _, _)| n == twin)
         .ok_or(TwinError::Unknown(twin))?;
     let opts = RunOptions {
         sets: sets.clone(),
@@ -144,9 +91,8 @@ fn simulate(gpu: &str, key: &RunKey) -> Result<Sample, TwinError> {
         clock_mhz: Some(*khz as f64 / 1000.0),
         ..RunOptions::default()
     };
-    let file = format!("scenarios/calibration/{twin}.ron");
-    let (kernel, preset) = run::load_source(&file, text, &opts)?;
-    let report = run::simulate(&file, &kernel, &preset, &opts)?;
+    let (kernel, preset) = run::load_source(file, text, &opts)?;
+    let report = run::simulate(file, &kernel, &preset, &opts)?;
     let lifetime = |role: &str| {
         report
             .roles
