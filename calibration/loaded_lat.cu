@@ -2,7 +2,8 @@
 // warps stream loads from the same level. One CTA on one SM: warp 0's lane 0 chases a chain of
 // pointers (one 4-byte ld.global.cg a hop, each in its own 128-byte line, random order); warps
 // 1..S stream coalesced 16-byte ld.global.cg (512 bytes a warp-load, U of them issued before
-// any is used) until the chase ends. Two levels: L2 (a 1 MiB chain, a 4 MiB stream buffer, both
+// any is used; ptxas narrows them to 8-byte loads touching every sector, and folds U = 8 after
+// 4) until the chase ends. Two levels: L2 (a 1 MiB chain, a 4 MiB stream buffer, both
 // read once first) and DRAM (a fresh chain of lines spread over 1 GiB for each point, the
 // stream over 512 MiB windows of another 2 GiB, each line read once). Rows (param <level>_S<streamers>_U<loads>):
 //   loaded_lat   cycles per chase hop (clock64 around 256 hops; S = 0 is the idle latency)
@@ -82,8 +83,9 @@ static unsigned make_chain(unsigned* d_chain, size_t lines, std::mt19937_64& rng
   return (unsigned)(pick[0] * words);
 }
 
+// One point's rows; returns the bytes the stream read.
 template <int U>
-static void point(const char* level, int streamers, const unsigned* chain, unsigned first,
+static long long point(const char* level, int streamers, const unsigned* chain, unsigned first,
                   const int4* stream, size_t stream_bytes, bool warm, long long* d, unsigned* sink) {
   const int threads = 32 * (streamers + 1);
   if (warm) {  // L2: the first run brings chain and stream into L2 and wakes the clock
@@ -98,6 +100,7 @@ static void point(const char* level, int streamers, const unsigned* chain, unsig
   snprintf(param, sizeof param, "%s_S%d_U%d", level, streamers, U);
   row("loaded_lat", param, (double)h[0] / kHops, "cycles");
   row("loaded_bw", param, streamers ? (double)h[2] / (double)h[1] : 0.0, "bytes_per_clk");
+  return h[2];
 }
 
 int main() {
@@ -131,12 +134,10 @@ int main() {
       LAUNCH_CHECK();
       const int4* st = stream + stream_off / 16;
       const size_t window = 512u << 20;
-      if (u == 1) point<1>("hbm", s, chain, first, st, window, false, d, sink);
-      else if (u == 4) point<4>("hbm", s, chain, first, st, window, false, d, sink);
-      else point<8>("hbm", s, chain, first, st, window, false, d, sink);
-      long long h[3];
-      CHECK(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
-      stream_off += ((size_t)h[2] >> 20 << 20) + (64u << 20);
+      const long long read = u == 1   ? point<1>("hbm", s, chain, first, st, window, false, d, sink)
+                             : u == 4 ? point<4>("hbm", s, chain, first, st, window, false, d, sink)
+                                      : point<8>("hbm", s, chain, first, st, window, false, d, sink);
+      stream_off += ((size_t)read >> 20 << 20) + (64u << 20);
       if (stream_off > dram_stream - window) stream_off = 0;  // evicted meanwhile
     }
   footer();
