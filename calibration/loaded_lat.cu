@@ -134,10 +134,11 @@ int main() {
       LAUNCH_CHECK();
       const int4* st = stream + stream_off / 16;
       const size_t window = 512u << 20;
-      const long long read = u == 1   ? point<1>("hbm", s, chain, first, st, window, false, d, sink)
-                             : u == 4 ? point<4>("hbm", s, chain, first, st, window, false, d, sink)
-                                      : point<8>("hbm", s, chain, first, st, window, false, d, sink);
-      stream_off += ((size_t)read >> 20 << 20) + (64u << 20);
+      const long long streamed =
+          u == 1   ? point<1>("hbm", s, chain, first, st, window, false, d, sink)
+          : u == 4 ? point<4>("hbm", s, chain, first, st, window, false, d, sink)
+                   : point<8>("hbm", s, chain, first, st, window, false, d, sink);
+      stream_off += ((size_t)streamed >> 20 << 20) + (64u << 20);
       if (stream_off > dram_stream - window) stream_off = 0;  // evicted meanwhile
     }
   footer();
