@@ -1,7 +1,7 @@
 //! The generic resource bound (`sim::analytic::bound`): its binding unit and tightness, its
 //! demand against the engine's on every scenario, and how `sim run` reports it.
 
-mod common;
+use crate::common;
 
 use common::{scenario, scenario_files, sets, stdout_of, temp_scenario};
 

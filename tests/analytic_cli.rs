@@ -1,7 +1,7 @@
 //! `sim analyze gemm|attention|decode` end to end: the seed models' tables (`docs/analytic.md`)
 //! as the binary prints them (the models themselves: `analytic_models.rs`).
 
-mod common;
+use crate::common;
 
 use common::{scratch, sim, stdout_of};
 

@@ -2,7 +2,7 @@
 //! decode (a sequence of a split kernel and a combine kernel; calibration/data/h200-decode.csv),
 //! FA3 and FA2 on the whole GPU (h200-attention.csv), causal masking and the L2's part.
 
-mod common;
+use crate::common;
 
 use common::{scenario, sets};
 use sim::sequence::{self, SequenceReport};

@@ -1,6 +1,6 @@
 //! End-to-end tests over the scenarios and the `sim` binary.
 
-mod common;
+use crate::common;
 
 use common::{fixture, scenario, scratch, sets, sim, stdout_of, temp_scenario};
 use sim::engine::{Config, Engine, RunStats};

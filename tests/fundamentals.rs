@@ -2,7 +2,7 @@
 //! block reduction, each against the closed form in its `analytic` section, and the rules of
 //! lane-dependent control flow (`isa::divergence`) they rest on.
 
-mod common;
+use crate::common;
 
 use common::{scenario, sets, temp_scenario};
 use sim::observe::report::Report;

@@ -6,12 +6,12 @@
 //! regressions folder under the hash of its bytes, and replays first from then on.
 //!
 //! `FUZZ_SEED=N` draws other cases and `FUZZ_SCALE=N` draws N times as many, for a longer run
-//! than CI's: `FUZZ_SCALE=50 FUZZ_SEED=1 cargo test --release --test fuzz`.
+//! than CI's: `FUZZ_SCALE=50 FUZZ_SEED=1 cargo test --release --test all fuzz::`.
 
 #[path = "../fuzz/src/lib.rs"]
 mod targets;
 
-mod common;
+use crate::common;
 
 use arbitrary::Unstructured;
 use rand::{Rng, RngExt, SeedableRng};

@@ -2,7 +2,7 @@
 //! (`gemm_pingpong.ron`) schedules and Triton's pipelined one (`gemm_pipelined.ron`), each with
 //! its tile shapes, tails, batches, TMA-store epilogue and register use.
 
-mod common;
+use crate::common;
 
 use common::{scenario, sets};
 use sim::observe::report::Report;

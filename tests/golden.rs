@@ -4,10 +4,10 @@
 //! `tests/golden/`, its exit code, its standard output (the `--json` report, a table, a
 //! summary), its standard error (diagnostics) and the SHA-256 of every file it writes (traces,
 //! the HTML report). Any difference fails. A change that alters a model on purpose updates the
-//! snapshots in the same commit (`INSTA_UPDATE=always cargo test --test golden`, then review
-//! `git diff tests/golden`) and says in its message which figures moved and why.
+//! snapshots in the same commit (`INSTA_UPDATE=always cargo test --test all golden::`, then
+//! review `git diff tests/golden`) and says in its message which figures moved and why.
 
-mod common;
+use crate::common;
 
 use common::{command, root};
 use sha2::{Digest, Sha256};
@@ -147,9 +147,9 @@ commands! {
     run_bad_clock: ["run", "scenarios/gemm_ws.ron", "--clock-mhz", "0", "--no-trace"] writes [];
     run_missing_file: ["run", "scenarios/nope.ron"] writes [];
     presets: ["presets"] writes [];
-    // The JSON's shape on a few groups (validate_table pins every row's numbers).
+    // The JSON's shape on a few groups (tests/validate.rs pins every row's numbers, in
+    // validate_table).
     validate_h200: ["validate", "--gpu", "h200-sxm", "--json", "--group", "smem_banks", "--group", "l1_lines", "--group", "coalescing"] writes [];
-    validate_table: ["validate"] writes [];
     analyze_gemm: ["analyze", "gemm", "4096", "4096", "4096"] writes [];
     analyze_gemm_ampere: ["analyze", "gemm", "--gpu", "rtx3070", "4096", "4096", "4096", "--tile", "128x128x64", "--warps", "4", "--stages", "3"] writes [];
     analyze_gemm_tune: ["analyze", "gemm", "--tune", "4096", "4096", "4096"] writes [];

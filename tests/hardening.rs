@@ -1,7 +1,7 @@
 //! Hostile input and hostile surroundings (issue 13): each test feeds the binary or the library
 //! one input of a class that used to crash, answer wrongly or lie, and asserts the diagnosis.
 
-mod common;
+use crate::common;
 
 use common::{command, sim, temp_scenario};
 use std::process::Stdio;

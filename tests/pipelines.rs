@@ -23,7 +23,7 @@
 //! is all it takes to reproduce it; a persisted seed would replay a different case as soon as a
 //! generator changed. A bug found here is kept as a named regression test instead.
 
-mod common;
+use crate::common;
 
 use isa::scenario::Instr;
 use proptest::prelude::*;

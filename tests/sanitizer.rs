@@ -1,7 +1,7 @@
 //! The sanitizer: every broken pipeline in tests/fixtures is reported precisely, the correct
 //! ones pass clean, deadlocks are diagnosed, runs terminate, and no input makes the tool panic.
 
-mod common;
+use crate::common;
 
 use common::{fixture, scenario_files, scratch, sim};
 use proptest::prelude::*;

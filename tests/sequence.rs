@@ -1,7 +1,7 @@
 //! Kernel sequences (a scenario's `then`): the L2 carried from kernel to kernel, the launch gap
 //! and the host's launch interval, the accounting of dirty lines, and the errors.
 
-mod common;
+use crate::common;
 
 use common::{fixture, sets, sim, temp_scenario};
 use sim::sequence::{self, SequenceReport};
@@ -174,7 +174,7 @@ fn a_kernel_that_deadlocks_is_named_with_its_place() {
         "Wait(bar: \"never\", parity: 0),",
     );
     assert!(text.contains("Wait(bar: \"never\""), "{text}");
-    let path = temp_scenario("deadlock.ron", &text);
+    let path = temp_scenario("sequence_deadlock.ron", &text);
     let e = sequence::run_file(&path, &sets(&[]))
         .unwrap_err()
         .to_string();

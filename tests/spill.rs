@@ -2,7 +2,7 @@
 //! values and exceeds its budget reloads and stores the excess through the L1 and, past its
 //! capacity, L2; a role within its budget runs exactly as without the estimate.
 
-mod common;
+use crate::common;
 
 use common::{root, scenario, sets, sim, temp_scenario};
 use sim::observe::report::Report;

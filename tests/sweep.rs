@@ -2,7 +2,7 @@
 //! and for merged shards, failed points as rows, the cache, and the autotuner's acceptance
 //! figures. Problems are small so that the whole file runs in seconds.
 
-mod common;
+use crate::common;
 
 use common::{command, scratch};
 use serde_json::Value;

@@ -1,6 +1,6 @@
 //! Traces, `sim stalls` and `sim report` over the binary.
 
-mod common;
+use crate::common;
 
 use common::{scratch, sim_ok, FA3_ONE_CTA};
 use flate2::read::GzDecoder;

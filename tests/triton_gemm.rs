@@ -2,7 +2,7 @@
 //! against its twin `gemm_pipelined.ron`: what the two agree on (docs/scenarios.md has the
 //! whole comparison; `sim validate`'s `triton_gemm` group its rows).
 
-mod common;
+use crate::common;
 
 use common::scenario;
 use sim::run::{self, RunOptions};

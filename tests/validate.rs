@@ -2,9 +2,9 @@
 //! microbenchmarks must land within its bound on the h200-sxm preset, and the latency groups on
 //! h100-sxm, which shares the die (docs/validation.md).
 
-mod common;
+use crate::common;
 
-use common::{command, scratch_dir, sim};
+use common::{command, root, scratch, sim};
 use sim::validate::{self, Bound, Data};
 
 /// The bounds, by group; a group bounded in `sim validate` but missing here (or the
@@ -45,7 +45,15 @@ const BOUNDS: &[(&str, Bound)] = &[
 fn every_bounded_group_is_within_its_bound_on_the_h200_preset() {
     let data = Data::stored().expect("stored calibration data");
     let v = validate::validate("h200-sxm", &data, &[]).expect("validation runs");
-    eprintln!("{}", v.table());
+    // Every row's figures, as `sim validate` prints them, stay pinned among the golden
+    // snapshots; this one run serves both checks (it is the suite's longest).
+    insta::with_settings!({
+        snapshot_path => root().join("tests/golden"),
+        prepend_module_to_snapshot => false,
+        omit_expression => true,
+    }, {
+        insta::assert_snapshot!("validate_table", v.table());
+    });
     for (name, bound) in BOUNDS {
         let g = v
             .groups
@@ -119,7 +127,8 @@ fn a_measurement_off_by_ten_percent_fails_its_group() {
     assert_eq!(g.pass, Some(false), "mean |error| {:.3}", g.mae);
     assert_eq!(v.failures().len(), 1);
     // And the CLI reports it with a failing exit status, on data read from a folder.
-    let dir = scratch_dir();
+    let dir = scratch("slower-wgmma");
+    std::fs::create_dir_all(&dir).unwrap();
     let stored = include_str!("../calibration/data/h200-wgmma.csv");
     let slower: String = stored
         .lines()

@@ -1,6 +1,6 @@
 //! The whole GPU: L2 and HBM, CTA scheduling and waves, occupancy, presets.
 
-mod common;
+use crate::common;
 
 use common::{scenario, sets};
 use sim::observe::report::Report;

@@ -1,9 +1,9 @@
 //! Helpers shared by the end-to-end tests: the repository's paths, its scenarios and fixtures,
 //! run options, the `sim` binary, scratch files.
 //!
-//! Each test target (`e2e`, `traces`, `golden`, …) compiles its own copy of this module through
-//! `mod common;` and uses a different subset of it; what one target leaves unused would warn
-//! there, hence the `allow` below. It covers only this module, not the tests.
+//! Both test targets compile it: `all` (every module uses a subset) and `docs`, which needs only
+//! `root`; what `docs` leaves unused would warn there, hence the `allow` below. It covers only
+//! this module, not the tests.
 #![allow(dead_code)]
 
 use sim::run::RunOptions;
@@ -98,7 +98,7 @@ pub fn stdout_of(args: &[&str]) -> String {
 }
 
 /// This test process's scratch folder, `$TMPDIR/sim-TARGET-PID` (created).
-pub fn scratch_dir() -> PathBuf {
+fn scratch_dir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
         "sim-{}-{}",
         env!("CARGO_CRATE_NAME"),
