@@ -136,8 +136,10 @@ pub(super) const GROUPS: &[Group] = &[
                and 4 (the chip's latency grows with the loads in flight: 790, 860-960, 930-1110 \
                cycles at U = 1, 2, 4); from L2 at 64 KiB in flight one SM reads 99 B/cycle, \
                124 with every load issued first (inflight_all_l2), where the model's SM port \
-               (77, fitted to mem_bw's kernel) caps it: the port and the latency under load are \
-               not yet separated",
+               (77, fitted to mem_bw's kernel) caps it. The loops differ beyond their loads: a \
+               trip of probe_read<4> is 51 instructions (stall counts 133 cycles) and one of \
+               probe_inflight<4> 25 (62), and one warp's trip from L2 takes 445 and 361 cycles \
+               (t32_u4); the twin issues the loads and the fold alone (l1_port)",
     },
     Group {
         name: "named_barrier",
@@ -388,10 +390,15 @@ pub(super) const GROUPS: &[Group] = &[
                strides 2, 4, 8 move their 8, 16, 32 sectors at 126-128 B/cycle (2.0, 4.0, \
                8.1 cycles), 16-byte lanes 112-122 (4.57 cycles for 4 full lines), 8-byte lanes \
                88 (2.9 for 2); the model carries sectors at the SM port's 77 B/cycle, fitted to \
-               mem_bw's kernel, whose loads are consumed 4 or 5 at a time: raising it to 128 puts \
-               l2_read (bandwidth) 30% and inflight 30-65% fast, since the chip's latency under \
-               load is not modeled (inflight). The port and the latency under load are the next \
-               to separate",
+               mem_bw's kernel. That kernel is not port-bound: its loop issues 135 instructions \
+               per 8 loads (sm90a-sass-loops.txt: 58 on the ALU pipe, 28 IMAD, 16 LDC and 8 \
+               S2R on scoreboards, stall counts of 403 cycles a trip), so 77 B/cycle is its own \
+               latency with 8 warps a partition. With the port at 128 this group is 7.9% off, \
+               coalescing 8.8%, loaded_latency 13.0%, but bandwidth (l2_read, 1 to 16 SMs) \
+               19.1% and l2_few_sms 66% fast, as the twins issue only the loads. Following the \
+               loop takes results on separate scoreboards (SASS's six, so that address math \
+               does not wait for the loads in flight), which the ISA's one per warp cannot \
+               express",
     },
     Group {
         name: "loaded_latency",
