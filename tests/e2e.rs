@@ -707,3 +707,51 @@ fn ncu_names_the_known_metrics() {
     );
     assert!(text.contains(&sol), "{sol}\n{text}");
 }
+
+/// A load on a scoreboard of its own (`sb`) leaves the warp's next instructions free to issue:
+/// the dependent ALU chain after it runs while the load is in flight and only `WaitScoreboard`
+/// waits for it, where on the general scoreboard the chain starts when the load is back.
+#[test]
+fn a_load_on_its_own_scoreboard_overlaps_the_instructions_after_it() {
+    let alu = 4; // pipes.alu.latency: one dependent Alu(1) every 4 cycles
+                 // A global load (~600 cycles) and a shared one (smem.latency 22 + its wavefront) outlast
+                 // chains of 16 and 2 instructions: beside the load the chain costs nothing.
+    for (shared, chain, state) in [
+        (0, 16, State::LongScoreboard),
+        (1, 2, State::ShortScoreboard),
+    ] {
+        let run = |sb| {
+            let pairs = [("sb", sb), ("chain", chain), ("shared", shared)];
+            run_fixture("scoreboards", &pairs).1
+        };
+        let (general, own) = (run(0), run(1));
+        assert_eq!(
+            general.cycles - own.cycles,
+            chain as u64 * alu,
+            "shared {shared}"
+        );
+        // The rest of the load's latency is spent at the wait, in the load's state.
+        let w0 = own.warps.iter().find(|w| w.name == "w0.w0").unwrap();
+        assert!(w0.cycles[state as usize] > 0, "shared {shared}");
+    }
+    // Scoreboards are 0 to 5, and a wait names at least one.
+    let text = std::fs::read_to_string(fixture("scoreboards")).unwrap();
+    for (from, to, error) in [
+        (
+            "sb: 2)",
+            "sb: 6)",
+            "scoreboard 6 does not exist: a warp has scoreboards 0 to 5",
+        ),
+        (
+            "WaitScoreboard([2, 5])",
+            "WaitScoreboard([])",
+            "`WaitScoreboard` names no scoreboard",
+        ),
+    ] {
+        let path = temp_scenario("bad_scoreboard.ron", &text.replacen(from, to, 1));
+        let out = sim(&["check", path.to_str().unwrap()]);
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(error), "{stderr}");
+    }
+}

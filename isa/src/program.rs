@@ -193,6 +193,10 @@ impl Registers {
     }
 }
 
+/// Scoreboards per warp for variable-latency results (SASS control codes: 3 bits name one of
+/// six; Jia et al., "Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking", 2018).
+pub const SCOREBOARDS: usize = 6;
+
 /// One step of a compiled program. Only [`Op::Issue`] takes an issue slot; the others are
 /// control flow, resolved for free when the warp fetches its next instruction.
 #[derive(Clone, Debug)]
@@ -247,6 +251,10 @@ pub enum Op {
     },
     /// The end of a lane-dependent `If` or `Loop`: the lanes active before it are active again.
     Reconverge,
+    /// Waits until the loads on the scoreboards of `mask` (bit i: scoreboard i) are back.
+    WaitScoreboard {
+        mask: u8,
+    },
     /// `slot` = `value` (a `Let`).
     Set {
         slot: u16,
@@ -369,6 +377,7 @@ pub enum Inst {
         slot: SlotRef,
         addr: Code,
         width: u32,
+        sb: Option<u8>,
     },
     /// Atomic add on global counter `counter`; the old value goes to `slot`.
     AtomicAdd {
@@ -388,12 +397,14 @@ pub enum Inst {
     CpAsyncWait {
         n: Code,
     },
-    /// ld.global / st.global: `addr` per lane, a byte offset into `tensor`.
+    /// ld.global / st.global: `addr` per lane, a byte offset into `tensor`; a load's result
+    /// goes to scoreboard `sb` when it has one (the warp's general scoreboard otherwise).
     Global {
         store: bool,
         tensor: u16,
         addr: Code,
         width: u32,
+        sb: Option<u8>,
     },
 }
 

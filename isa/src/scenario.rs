@@ -511,11 +511,15 @@ pub enum Instr {
         acc: Option<String>,
     },
     /// Shared-memory load; `addr` is each lane's byte offset in the slot (may use `lane`).
+    /// With `sb`, its result goes to that one of the warp's six scoreboards (0 to 5), which
+    /// only `WaitScoreboard` waits for.
     LdShared {
         buf: Ref,
         addr: Expr,
         #[serde(default = "four")]
         width: Expr,
+        #[serde(default)]
+        sb: Option<u8>,
     },
     StShared {
         buf: Ref,
@@ -523,13 +527,19 @@ pub enum Instr {
         #[serde(default = "four")]
         width: Expr,
     },
-    /// Global load; `addr` is each lane's byte offset in the tensor (may use `lane`).
+    /// Global load; `addr` is each lane's byte offset in the tensor (may use `lane`); `sb` as
+    /// for `LdShared`.
     LdGlobal {
         tensor: String,
         addr: Expr,
         #[serde(default = "four")]
         width: Expr,
+        #[serde(default)]
+        sb: Option<u8>,
     },
+    /// Waits, without an issue slot, for the loads on these scoreboards (SASS: the wait mask
+    /// of the instruction that reads their results).
+    WaitScoreboard(Vec<u8>),
     StGlobal {
         tensor: String,
         addr: Expr,
@@ -624,6 +634,7 @@ impl Instr {
             Instr::LdShared { .. } => "ld.shared",
             Instr::StShared { .. } => "st.shared",
             Instr::LdGlobal { .. } => "ld.global",
+            Instr::WaitScoreboard(_) => "wait scoreboard",
             Instr::StGlobal { .. } => "st.global",
             Instr::Let { .. } => "let",
             Instr::Assign { .. } => "assign",

@@ -248,29 +248,53 @@ impl Compiler<'_> {
                     acc: acc.as_deref().map(|a| self.acc(a)),
                 }
             }
-            Instr::LdShared { buf, addr, width } | Instr::StShared { buf, addr, width } => {
-                Inst::Shared {
-                    store: matches!(ins, Instr::StShared { .. }),
-                    slot: self.slot(buf, path)?,
-                    addr: self.code(addr, Names::Lanes, path)?,
-                    width: self.width(width, path)?,
-                }
-            }
+            Instr::LdShared {
+                buf,
+                addr,
+                width,
+                sb,
+            } => Inst::Shared {
+                store: false,
+                slot: self.slot(buf, path)?,
+                addr: self.code(addr, Names::Lanes, path)?,
+                width: self.width(width, path)?,
+                sb: self.scoreboard(*sb, path)?,
+            },
+            Instr::StShared { buf, addr, width } => Inst::Shared {
+                store: true,
+                slot: self.slot(buf, path)?,
+                addr: self.code(addr, Names::Lanes, path)?,
+                width: self.width(width, path)?,
+                sb: None,
+            },
             Instr::LdGlobal {
                 tensor,
                 addr,
                 width,
-            }
-            | Instr::StGlobal {
+                sb,
+            } => Inst::Global {
+                store: false,
+                tensor: self.tensor(tensor, path)?,
+                addr: self.code(addr, Names::Lanes, path)?,
+                width: self.width(width, path)?,
+                sb: self.scoreboard(*sb, path)?,
+            },
+            Instr::StGlobal {
                 tensor,
                 addr,
                 width,
             } => Inst::Global {
-                store: matches!(ins, Instr::StGlobal { .. }),
+                store: true,
                 tensor: self.tensor(tensor, path)?,
                 addr: self.code(addr, Names::Lanes, path)?,
                 width: self.width(width, path)?,
+                sb: None,
             },
+            Instr::WaitScoreboard(sbs) => {
+                let mask = self.scoreboard_mask(sbs, path)?;
+                self.emit(Op::WaitScoreboard { mask }, path.to_string());
+                return Ok(());
+            }
         };
         self.emit(Op::Issue(inst), path.to_string());
         Ok(())

@@ -1,12 +1,12 @@
 //! Shape checks: array shapes, TMA coordinates and boxes, wgmma's M, N, k-steps and operand
-//! sizes, and per-lane access widths.
+//! sizes, per-lane access widths, and the scoreboard numbers of loads.
 
 use super::names::Names;
 use super::Compiler;
 use super::MAX_RANK;
 use crate::diag::Diagnostic;
 use crate::expr::Code;
-use crate::program::SlotRef;
+use crate::program::{SlotRef, SCOREBOARDS};
 use crate::scenario::{AOperand, DType, Expr, Ref};
 
 /// wgmma N: a multiple of 8 in 8..=256 (PTX wgmma.mma_async, 16-bit types).
@@ -235,5 +235,27 @@ impl Compiler<'_> {
             ));
         }
         Ok(w)
+    }
+
+    /// A load's scoreboard: 0 to 5.
+    pub(super) fn scoreboard(&self, sb: Option<u8>, path: &str) -> Result<Option<u8>, Diagnostic> {
+        match sb {
+            Some(k) if usize::from(k) >= SCOREBOARDS => Err(self.err(
+                None,
+                path,
+                format!("scoreboard {k} does not exist: a warp has scoreboards 0 to 5"),
+            )),
+            _ => Ok(sb),
+        }
+    }
+
+    /// The scoreboards a `WaitScoreboard` names, as a mask (bit k: scoreboard k).
+    pub(super) fn scoreboard_mask(&self, sbs: &[u8], path: &str) -> Result<u8, Diagnostic> {
+        if sbs.is_empty() {
+            return Err(self.err(None, path, "`WaitScoreboard` names no scoreboard".into()));
+        }
+        sbs.iter().try_fold(0u8, |mask, &k| {
+            Ok(mask | 1 << self.scoreboard(Some(k), path)?.unwrap_or(0))
+        })
     }
 }

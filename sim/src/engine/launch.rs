@@ -15,7 +15,7 @@ use crate::sm::mbarrier::MBarrier;
 use crate::sm::named_barrier::NamedBarrier;
 use crate::sm::regfile::RegPool;
 use isa::divergence::{Lanes, FULL};
-use isa::program::{slot, WARPS_PER_WARPGROUP};
+use isa::program::{slot, SCOREBOARDS, WARPS_PER_WARPGROUP};
 use std::collections::VecDeque;
 
 impl Engine<'_> {
@@ -99,6 +99,8 @@ impl Engine<'_> {
                         progress: 0,
                         reg_ready: 0,
                         reg_kind: State::Wait,
+                        sb_ready: [0; SCOREBOARDS],
+                        sb_kind: [State::Wait; SCOREBOARDS],
                         hgmma_issued: 0,
                         hgmma_next: 0,
                         mma_next: 0,

@@ -210,6 +210,12 @@ impl Engine<'_> {
                     warp.pc = if c == 0 { *target } else { pc as u32 + 1 };
                 }
                 Op::Jump { target } => warp.pc = *target,
+                Op::WaitScoreboard { mask } => match warp.scoreboards(*mask) {
+                    (ready, state) if ready > self.now => {
+                        return Ok(Outcome::StallUntil(state, ready))
+                    }
+                    _ => warp.pc += 1,
+                },
                 Op::BranchLanes { .. }
                 | Op::ElseLanes { .. }
                 | Op::LoopLanesStart { .. }
@@ -413,8 +419,9 @@ impl Engine<'_> {
                 slot,
                 addr,
                 width,
+                sb,
             } => {
-                self.issue_shared(w, *store, slot, addr, *width)?;
+                self.issue_shared(w, *store, slot, addr, *width, *sb)?;
                 true
             }
             Inst::Global {
@@ -422,8 +429,9 @@ impl Engine<'_> {
                 tensor,
                 addr,
                 width,
+                sb,
             } => {
-                self.issue_global(w, *store, *tensor, addr, *width)?;
+                self.issue_global(w, *store, *tensor, addr, *width, *sb)?;
                 true
             }
         };

@@ -12,7 +12,7 @@ use crate::sm::named_barrier::NamedBarrier;
 use crate::sm::regfile::RegPool;
 use crate::sm::tensor_core::TensorPipe;
 use isa::divergence::{Lanes, Mask};
-use isa::program::WARPS_PER_WARPGROUP;
+use isa::program::{SCOREBOARDS, WARPS_PER_WARPGROUP};
 use std::collections::VecDeque;
 
 pub(crate) struct Warp {
@@ -36,6 +36,10 @@ pub(crate) struct Warp {
     /// stall state while waiting for them.
     pub reg_ready: u64,
     pub reg_kind: State,
+    /// Loads with a scoreboard (`sb`) are ready at these cycles instead, waited for only by
+    /// `WaitScoreboard`; the state is that of the latest-arriving load on each.
+    pub sb_ready: [u64; SCOREBOARDS],
+    pub sb_kind: [State; SCOREBOARDS],
     /// HGMMAs this warp has issued, and the cycle its next one may issue (the gap after the
     /// last one, `tensor_core::issue_gap`).
     pub hgmma_issued: u64,
@@ -98,6 +102,26 @@ impl Warp {
             self.reg_ready = ready;
             self.reg_kind = kind;
         }
+    }
+
+    /// A load's result: on its scoreboard `sb` when it has one, otherwise as [`Self::scoreboard`].
+    pub fn load_result(&mut self, sb: Option<u8>, ready: u64, kind: State) {
+        match sb {
+            Some(k) if ready >= self.sb_ready[k as usize] => {
+                self.sb_ready[k as usize] = ready;
+                self.sb_kind[k as usize] = kind;
+            }
+            Some(_) => {}
+            None => self.scoreboard(ready, kind),
+        }
+    }
+
+    /// The latest of the scoreboards in `mask` (bit k: scoreboard k): when and in what state.
+    pub fn scoreboards(&self, mask: u8) -> (u64, State) {
+        (0..SCOREBOARDS)
+            .filter(|k| mask >> k & 1 != 0)
+            .map(|k| (self.sb_ready[k], self.sb_kind[k]))
+            .fold((0, State::Wait), |a, b| if b.0 > a.0 { b } else { a })
     }
 }
 

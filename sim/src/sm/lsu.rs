@@ -78,6 +78,7 @@ impl Engine<'_> {
         tensor: u16,
         addr: &Code,
         width: u32,
+        sb: Option<u8>,
     ) -> Result<(), Fault> {
         let sector = self.p.memory.sector_bytes;
         let sectors = self.tensor_sectors(w, tensor, addr, width)?;
@@ -98,7 +99,7 @@ impl Engine<'_> {
         let done = if store { done } else { done.max(sent) };
         self.book_horizon(done);
         if !store {
-            self.warps[w as usize].scoreboard(done, State::LongScoreboard);
+            self.warps[w as usize].load_result(sb, done, State::LongScoreboard);
         }
         Ok(())
     }

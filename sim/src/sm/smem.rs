@@ -119,6 +119,7 @@ impl Engine<'_> {
         s: &SlotRef,
         addr: &Code,
         width: u32,
+        sb: Option<u8>,
     ) -> Result<(), Fault> {
         let base = self.slot_base(w, s)?;
         let limit = self.k.buffers[s.buf as usize].slot_bytes;
@@ -129,7 +130,7 @@ impl Engine<'_> {
         self.book_horizon(end);
         if !store {
             let ready = end + self.p.smem.latency;
-            self.warps[w as usize].scoreboard(ready, State::ShortScoreboard);
+            self.warps[w as usize].load_result(sb, ready, State::ShortScoreboard);
         }
         Ok(())
     }

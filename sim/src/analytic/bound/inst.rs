@@ -110,6 +110,7 @@ impl Walk<'_> {
                 tensor,
                 addr,
                 width,
+                ..
             } => {
                 let addrs = self.tensor_lanes(w, *tensor, addr, *width)?;
                 self.sectors(d, &addrs, *width, *store);
