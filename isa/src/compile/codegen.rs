@@ -249,46 +249,31 @@ impl Compiler<'_> {
                 }
             }
             Instr::LdShared {
-                buf,
-                addr,
-                width,
-                sb,
-            } => Inst::Shared {
-                store: false,
+                buf, addr, width, ..
+            }
+            | Instr::StShared { buf, addr, width } => Inst::Shared {
+                store: matches!(ins, Instr::StShared { .. }),
                 slot: self.slot(buf, path)?,
                 addr: self.code(addr, Names::Lanes, path)?,
                 width: self.width(width, path)?,
-                sb: self.scoreboard(*sb, path)?,
-            },
-            Instr::StShared { buf, addr, width } => Inst::Shared {
-                store: true,
-                slot: self.slot(buf, path)?,
-                addr: self.code(addr, Names::Lanes, path)?,
-                width: self.width(width, path)?,
-                sb: None,
+                sb: self.load_scoreboard(ins, path)?,
             },
             Instr::LdGlobal {
                 tensor,
                 addr,
                 width,
-                sb,
-            } => Inst::Global {
-                store: false,
-                tensor: self.tensor(tensor, path)?,
-                addr: self.code(addr, Names::Lanes, path)?,
-                width: self.width(width, path)?,
-                sb: self.scoreboard(*sb, path)?,
-            },
-            Instr::StGlobal {
+                ..
+            }
+            | Instr::StGlobal {
                 tensor,
                 addr,
                 width,
             } => Inst::Global {
-                store: true,
+                store: matches!(ins, Instr::StGlobal { .. }),
                 tensor: self.tensor(tensor, path)?,
                 addr: self.code(addr, Names::Lanes, path)?,
                 width: self.width(width, path)?,
-                sb: None,
+                sb: self.load_scoreboard(ins, path)?,
             },
             Instr::WaitScoreboard(sbs) => {
                 let mask = self.scoreboard_mask(sbs, path)?;

@@ -7,7 +7,7 @@ use super::MAX_RANK;
 use crate::diag::Diagnostic;
 use crate::expr::Code;
 use crate::program::{SlotRef, SCOREBOARDS};
-use crate::scenario::{AOperand, DType, Expr, Ref};
+use crate::scenario::{AOperand, DType, Expr, Instr, Ref};
 
 /// wgmma N: a multiple of 8 in 8..=256 (PTX wgmma.mma_async, 16-bit types).
 const WGMMA_N_MAX: i64 = 256;
@@ -237,16 +237,30 @@ impl Compiler<'_> {
         Ok(w)
     }
 
-    /// A load's scoreboard: 0 to 5.
-    pub(super) fn scoreboard(&self, sb: Option<u8>, path: &str) -> Result<Option<u8>, Diagnostic> {
-        match sb {
-            Some(k) if usize::from(k) >= SCOREBOARDS => Err(self.err(
+    /// The scoreboard a load names (`sb`), checked to be 0 to 5; `None` for a store.
+    pub(super) fn load_scoreboard(
+        &self,
+        ins: &Instr,
+        path: &str,
+    ) -> Result<Option<u8>, Diagnostic> {
+        match ins {
+            Instr::LdShared { sb, .. } | Instr::LdGlobal { sb, .. } => {
+                sb.map(|k| self.scoreboard(k, path)).transpose()
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Scoreboard `k`, checked to be 0 to 5.
+    fn scoreboard(&self, k: u8, path: &str) -> Result<u8, Diagnostic> {
+        if usize::from(k) >= SCOREBOARDS {
+            return Err(self.err(
                 None,
                 path,
                 format!("scoreboard {k} does not exist: a warp has scoreboards 0 to 5"),
-            )),
-            _ => Ok(sb),
+            ));
         }
+        Ok(k)
     }
 
     /// The scoreboards a `WaitScoreboard` names, as a mask (bit k: scoreboard k).
@@ -254,8 +268,7 @@ impl Compiler<'_> {
         if sbs.is_empty() {
             return Err(self.err(None, path, "`WaitScoreboard` names no scoreboard".into()));
         }
-        sbs.iter().try_fold(0u8, |mask, &k| {
-            Ok(mask | 1 << self.scoreboard(Some(k), path)?.unwrap_or(0))
-        })
+        sbs.iter()
+            .try_fold(0u8, |mask, &k| Ok(mask | 1 << self.scoreboard(k, path)?))
     }
 }
