@@ -735,23 +735,72 @@ fn a_load_on_its_own_scoreboard_overlaps_the_instructions_after_it() {
         assert!(w0.cycles[state as usize] > 0, "shared {shared}");
     }
     // Scoreboards are 0 to 5, and a wait names at least one.
-    let text = std::fs::read_to_string(fixture("scoreboards")).unwrap();
-    for (from, to, error) in [
-        (
-            "sb: 2)",
-            "sb: 6)",
-            "scoreboard 6 does not exist: a warp has scoreboards 0 to 5",
-        ),
-        (
-            "WaitScoreboard([2, 5])",
-            "WaitScoreboard([])",
-            "`WaitScoreboard` names no scoreboard",
-        ),
-    ] {
-        let path = temp_scenario("bad_scoreboard.ron", &text.replacen(from, to, 1));
-        let out = sim(&["check", path.to_str().unwrap()]);
+    edits_fail(
+        "scoreboards",
+        "check",
+        &[
+            (
+                "sb: 2)",
+                "sb: 6)",
+                "scoreboard 6 does not exist: a warp has scoreboards 0 to 5",
+            ),
+            (
+                "WaitScoreboard([2, 5])",
+                "WaitScoreboard([])",
+                "`WaitScoreboard` names no scoreboard",
+            ),
+        ],
+    );
+}
+
+/// Each edit (the first `from` of the fixture replaced by `to`) makes `sim <command>` fail with
+/// `error` on stderr.
+fn edits_fail(name: &str, command: &str, edits: &[(&str, &str, &str)]) {
+    let text = std::fs::read_to_string(fixture(name)).unwrap();
+    for (from, to, error) in edits {
+        let path = temp_scenario(&format!("bad_{name}.ron"), &text.replacen(from, to, 1));
+        let out = sim(&[command, path.to_str().unwrap()]);
         assert!(!out.status.success());
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(error), "{stderr}");
     }
+}
+
+/// `Ldc` and `S2r` put their result on a scoreboard after the preset's latency (the H200's 28
+/// and 21 cycles: calibration/data/h200-sreg.csv), and `Stall(n)` holds the warp n cycles
+/// without an issue slot, hiding a read that returns meanwhile.
+#[test]
+fn constant_and_special_register_reads_wait_on_their_scoreboard_and_stalls_hide_them() {
+    let cycles = |pairs: &[(&str, i64)]| run_fixture("stall_counts", pairs).1.cycles;
+    let free = cycles(&[("ldc", 1), ("read", 0)]);
+    // The chain's first ALU instruction would issue 3 cycles after the read (it waits 4 for the
+    // ALU instruction before); reading the result it waits the latency instead.
+    assert_eq!(cycles(&[("ldc", 1), ("read", 1)]) - free, 28 - 3);
+    assert_eq!(cycles(&[("ldc", 0), ("read", 1)]) - free, 21 - 3);
+    // A stall longer than either latency hides it: 40 cycles from the cycle after the read.
+    for ldc in [0, 1] {
+        assert_eq!(
+            cycles(&[("ldc", ldc), ("read", 1), ("stall", 40)]) - free,
+            40 - 2
+        );
+    }
+    let w0 = run_fixture("stall_counts", &[("stall", 40)]).1;
+    let w0 = w0.warps.iter().find(|w| w.name == "w0.w0").unwrap();
+    assert!(w0.cycles[State::Wait as usize] >= 40);
+    edits_fail(
+        "stall_counts",
+        "run",
+        &[
+            (
+                "Ldc(sb: 1)",
+                "Ldc(sb: 7)",
+                "scoreboard 7 does not exist: a warp has scoreboards 0 to 5",
+            ),
+            (
+                "Stall(\"stall\")",
+                "Stall(\"stall + 2000000000\")",
+                "stall of 2000000000 cycles exceeds 1073741824",
+            ),
+        ],
+    );
 }

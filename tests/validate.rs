@@ -23,6 +23,7 @@ const BOUNDS: &[(&str, Bound)] = &[
     ("hbm_write_mix", Bound::Relative(0.10)),
     ("hbm_few_sms", Bound::Relative(0.10)),
     ("dram_granularity", Bound::Relative(0.10)),
+    ("inflight", Bound::Relative(0.10)),
     ("named_barrier", Bound::Relative(0.15)),
     ("softmax", Bound::Relative(0.10)),
     ("hgmma_beside", Bound::Relative(0.25)),
@@ -38,7 +39,10 @@ const BOUNDS: &[(&str, Bound)] = &[
     ("spill", Bound::Relative(0.15)),
     ("clock", Bound::Relative(0.05)),
     ("bank_conflicts", Bound::Relative(0.05)),
+    ("coalescing", Bound::Relative(0.10)),
     ("l1_lines", Bound::Relative(0.05)),
+    ("l1_port", Bound::Relative(0.10)),
+    ("loaded_latency", Bound::Relative(0.10)),
 ];
 
 #[test]

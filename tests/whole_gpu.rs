@@ -126,7 +126,7 @@ fn a_streaming_copy_reaches_the_hbm_bandwidth() {
 
 #[test]
 fn a_single_sm_cannot_pull_the_chips_bandwidth() {
-    // One CTA streaming 16 MiB: capped by its SM's port to L2 (77 B/cycle), far from HBM's.
+    // One CTA streaming 16 MiB: capped by its SM's port to L2 (128 B/cycle), far from HBM's.
     let r = run("hbm_stream", None, &[("mib", 16), ("ctas", 1)]);
     let p = sim::gpu::preset::Preset::builtin("h100-sxm").unwrap();
     let port_gbs = p.memory.sm_bytes_per_cycle * r.clock_mhz / 1e3;

@@ -251,6 +251,10 @@ pub enum Op {
     },
     /// The end of a lane-dependent `If` or `Loop`: the lanes active before it are active again.
     Reconverge,
+    /// The compiler's stall count: `cycles` (evaluated on arrival) without issuing.
+    Stall {
+        cycles: Code,
+    },
     /// Waits until the loads on the scoreboards of `mask` (bit i: scoreboard i) are back.
     WaitScoreboard {
         mask: u8,
@@ -298,6 +302,15 @@ impl Pipe {
             Pipe::Shfl => "shfl",
         }
     }
+}
+
+/// Where a [`Inst::RegRead`] reads from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RegSource {
+    /// The constant cache (SASS LDC).
+    Constant,
+    /// A special register (SASS S2R).
+    Special,
 }
 
 /// An issuing instruction with its operands resolved.
@@ -396,6 +409,11 @@ pub enum Inst {
     CpAsyncCommit,
     CpAsyncWait {
         n: Code,
+    },
+    /// LDC or S2R: a register read of fixed source whose result goes to scoreboard `sb`.
+    RegRead {
+        source: RegSource,
+        sb: u8,
     },
     /// ld.global / st.global: `addr` per lane, a byte offset into `tensor`; a load's result
     /// goes to scoreboard `sb` when it has one (the warp's general scoreboard otherwise).

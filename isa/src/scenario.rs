@@ -540,6 +540,18 @@ pub enum Instr {
     /// Waits, without an issue slot, for the loads on these scoreboards (SASS: the wait mask
     /// of the instruction that reads their results).
     WaitScoreboard(Vec<u8>),
+    /// A constant-memory load (SASS LDC: a kernel parameter or `__constant__` word) whose result
+    /// goes to scoreboard `sb`.
+    Ldc {
+        sb: u8,
+    },
+    /// A special-register read (SASS S2R: `%ctaid`, `%tid`, ...) whose result goes to
+    /// scoreboard `sb`.
+    S2r {
+        sb: u8,
+    },
+    /// The compiler's stall count: the warp issues nothing for this many cycles (no issue slot).
+    Stall(Expr),
     StGlobal {
         tensor: String,
         addr: Expr,
@@ -635,6 +647,9 @@ impl Instr {
             Instr::StShared { .. } => "st.shared",
             Instr::LdGlobal { .. } => "ld.global",
             Instr::WaitScoreboard(_) => "wait scoreboard",
+            Instr::Ldc { .. } => "ldc",
+            Instr::S2r { .. } => "s2r",
+            Instr::Stall(_) => "stall",
             Instr::StGlobal { .. } => "st.global",
             Instr::Let { .. } => "let",
             Instr::Assign { .. } => "assign",

@@ -7,7 +7,7 @@ use super::names::Names;
 use super::Compiler;
 use crate::diag::Diagnostic;
 use crate::expr::Code;
-use crate::program::{slot, Inst, Op, Pipe, RoleInfo, WARP_SIZE};
+use crate::program::{slot, Inst, Op, Pipe, RegSource, RoleInfo, WARP_SIZE};
 use crate::scenario::{ComputePipe, Expr, Instr, RegAction, Role};
 
 /// The accumulator label of a wgmma that names none.
@@ -278,6 +278,19 @@ impl Compiler<'_> {
             Instr::WaitScoreboard(sbs) => {
                 let mask = self.scoreboard_mask(sbs, path)?;
                 self.emit(Op::WaitScoreboard { mask }, path.to_string());
+                return Ok(());
+            }
+            Instr::Ldc { sb } | Instr::S2r { sb } => Inst::RegRead {
+                source: if matches!(ins, Instr::Ldc { .. }) {
+                    RegSource::Constant
+                } else {
+                    RegSource::Special
+                },
+                sb: self.scoreboard(*sb, path)?,
+            },
+            Instr::Stall(n) => {
+                let cycles = self.code(n, Names::Program, path)?;
+                self.emit(Op::Stall { cycles }, path.to_string());
                 return Ok(());
             }
         };

@@ -252,7 +252,7 @@ impl Compiler<'_> {
     }
 
     /// Scoreboard `k`, checked to be 0 to 5.
-    fn scoreboard(&self, k: u8, path: &str) -> Result<u8, Diagnostic> {
+    pub(super) fn scoreboard(&self, k: u8, path: &str) -> Result<u8, Diagnostic> {
         if usize::from(k) >= SCOREBOARDS {
             return Err(self.err(
                 None,

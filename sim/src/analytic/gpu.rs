@@ -106,8 +106,9 @@ impl GpuSpec {
             // [DS] DS-H: HBM3 3.35 TB/s.
             dram_bytes_per_s: 3.35e12,
             // [INF] unmeasured placeholder: 64 B/clk per SM at 1830 MHz, below the 77 B/clk one SM
-            // moved from L2 on an H200 (the h100-sxm preset's memory.sm_bytes_per_cycle,
-            // calibration/data/h200-mem_bw.csv); one SM's share is ~32-36 B/clk when all SMs
+            // of 1024 threads moved from L2 on an H200 with mem_bw.cu's read loop
+            // (calibration/data/h200-mem_bw.csv; the SM's port itself carries 128, the h100-sxm
+            // preset's memory.sm_bytes_per_cycle); one SM's share is ~32-36 B/clk when all SMs
             // pull (REPRO's 4207-4808 B/clk GPU-wide L2 bandwidth / 132).
             sm_bytes_per_s: 64.0 * 1.83e9,
             // [SEED] K1/T3 launch overhead; host launches measure ~4-6 us (third-party reports).

@@ -92,6 +92,8 @@ pub enum Fault {
     Index(#[from] IndexError),
     #[error("{0}")]
     Lane(LaneError),
+    #[error("stall of {cycles} cycles exceeds {max}")]
+    StallCycles { cycles: i64, max: i64 },
     #[error("{pipe} count {count} exceeds {max} warp-instructions per instruction")]
     MacroCount {
         pipe: &'static str,

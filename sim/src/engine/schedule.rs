@@ -10,6 +10,7 @@ use super::MAX_CONTROL_STEPS;
 use crate::gpu::preset::SchedulerPolicy;
 use crate::observe::warp_state::State;
 use crate::sm::async_groups::GroupKind;
+use crate::sm::pipes::MAX_MACRO_COUNT;
 use crate::sm::tensor_core::WgmmaOperands;
 use crate::sm::tma::TmaOperands;
 use isa::divergence::{lane_values, FULL};
@@ -210,6 +211,21 @@ impl Engine<'_> {
                     warp.pc = if c == 0 { *target } else { pc as u32 + 1 };
                 }
                 Op::Jump { target } => warp.pc = *target,
+                Op::Stall { cycles } => {
+                    let n = cycles.eval(&warp.env).map_err(Fault::Eval)?;
+                    if n > MAX_MACRO_COUNT {
+                        return Err(Fault::StallCycles {
+                            cycles: n,
+                            max: MAX_MACRO_COUNT,
+                        });
+                    }
+                    warp.pc += 1;
+                    if n > 0 {
+                        warp.sync_until = self.now + n as u64;
+                        warp.sync_state = State::Wait;
+                        return Ok(Outcome::StallUntil(State::Wait, warp.sync_until));
+                    }
+                }
                 Op::WaitScoreboard { mask } => match warp.scoreboards(*mask) {
                     (ready, state) if ready > self.now => {
                         return Ok(Outcome::StallUntil(state, ready))
@@ -269,6 +285,7 @@ impl Engine<'_> {
             Inst::CpAsync { .. } => self.global_outcome(w, false, at),
             Inst::TmaStoreCommit
             | Inst::CpAsyncCommit
+            | Inst::RegRead { .. }
             | Inst::AtomicAdd { .. }
             | Inst::Arrive { .. }
             | Inst::ArriveExpectTx { .. }
@@ -432,6 +449,10 @@ impl Engine<'_> {
                 sb,
             } => {
                 self.issue_global(w, *store, *tensor, addr, *width, *sb)?;
+                true
+            }
+            Inst::RegRead { source, sb } => {
+                self.issue_reg_read(w, *source, *sb);
                 true
             }
         };

@@ -232,6 +232,9 @@ pub struct Pipes {
     pub alu: Pipe,
     pub mufu: Pipe,
     pub shfl: Pipe,
+    /// Cycles from an LDC (constant cache hit) or an S2R to its result.
+    pub ldc_latency: u64,
+    pub s2r_latency: u64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -352,6 +355,8 @@ pub struct Hbm {
     pub interleave_bytes: u64,
     /// Cycles beyond the L2 latency.
     pub latency: u64,
+    /// Cycles more for a miss in the L2 partition far from the requesting SM.
+    pub far_latency: u64,
     /// Cycles a channel's bus loses when it switches between reading and writing.
     pub turnaround_cycles: u64,
     /// Bytes of writes a channel buffers before it drains them in one burst.
@@ -720,6 +725,16 @@ impl Preset {
                 self.pipes.shfl.latency,
                 MAX_FIELD_CYCLES,
             ),
+            (
+                "pipes.ldc_latency",
+                self.pipes.ldc_latency,
+                MAX_FIELD_CYCLES,
+            ),
+            (
+                "pipes.s2r_latency",
+                self.pipes.s2r_latency,
+                MAX_FIELD_CYCLES,
+            ),
             ("tensor.extra_latency", t.extra_latency, MAX_FIELD_CYCLES),
             (
                 "launch.eager_gap_ns",
@@ -810,6 +825,11 @@ impl Preset {
             ),
             ("memory.l2.far_latency", m.l2.far_latency, MAX_FIELD_CYCLES),
             ("memory.hbm.latency", m.hbm.latency, MAX_FIELD_CYCLES),
+            (
+                "memory.hbm.far_latency",
+                m.hbm.far_latency,
+                MAX_FIELD_CYCLES,
+            ),
             ("regs.baseline", self.regs.baseline as u64, 1 << 16),
             ("local.latency", self.local.latency, MAX_FIELD_CYCLES),
             ("local.l1_bytes", self.local.l1_bytes, 1 << 32),

@@ -10,7 +10,9 @@
 //!
 //! Latency of a line read: to L2 and back is the near or far hit latency (far when the line's
 //! slice is in the other L2 partition than the SM), half each way; a miss adds the HBM channel's
-//! queueing and the HBM latency. Each request also gets a seeded jitter of 0..=`latency_jitter`.
+//! queueing and the HBM latency, and `memory.hbm.far_latency` more in the far partition (on the
+//! H200 single DRAM misses cluster near 515 and 700 cycles, L2 hits near 256 and 288). Each
+//! request also gets a seeded jitter of 0..=`latency_jitter`.
 
 use crate::engine::server::Link;
 use crate::gpu::preset::Preset;
@@ -40,6 +42,8 @@ pub struct MemSys {
     fetch_group: u32,
     near: u64,
     far: u64,
+    /// Extra cycles of a miss in the far partition (`memory.hbm.far_latency`).
+    far_miss: u64,
     partitions: u64,
     sms: u64,
     jitter: u64,
@@ -108,6 +112,7 @@ impl MemSys {
             fetch_group: (m.hbm.fetch_bytes / m.sector_bytes) as u32,
             near: m.l2.near_latency,
             far: m.l2.far_latency,
+            far_miss: m.hbm.far_latency,
             partitions: m.l2.partitions.max(1) as u64,
             sms: p.sm.count.max(1) as u64,
             jitter: m.latency_jitter,
@@ -120,14 +125,19 @@ impl MemSys {
         spread(line, self.slices.len())
     }
 
-    /// The round-trip latency between SM `sm` and `slice`: near or far partition.
-    fn latency(&self, sm: u32, slice: usize) -> u64 {
+    /// Whether `slice` is in the other L2 partition than SM `sm`.
+    fn is_far(&self, sm: u32, slice: usize) -> bool {
         let slice_part = slice as u64 * self.partitions / self.slices.len() as u64;
         let sm_part = sm as u64 * self.partitions / self.sms;
-        if slice_part == sm_part {
-            self.near
-        } else {
+        slice_part != sm_part
+    }
+
+    /// The round-trip latency between SM `sm` and `slice`: near or far partition.
+    fn latency(&self, sm: u32, slice: usize) -> u64 {
+        if self.is_far(sm, slice) {
             self.far
+        } else {
+            self.near
         }
     }
 
@@ -195,7 +205,12 @@ impl MemSys {
                 }
             } else {
                 let bytes = u64::from(fill.count_ones()) * self.sector;
-                let filled = self.hbm.read(at_l2, line * self.line, bytes);
+                let far = if self.is_far(sm, slice) {
+                    self.far_miss
+                } else {
+                    0
+                };
+                let filled = self.hbm.read(at_l2, line * self.line, bytes) + far;
                 self.l2.set_ready(a.slot, filled.max(a.ready));
                 filled
             };
@@ -345,6 +360,25 @@ mod tests {
         assert!(t_miss >= lat + p.memory.hbm.latency, "{t_miss}");
         let s = m.stats();
         assert_eq!((s.l2_hits, s.l2_misses, s.dram_read_bytes), (1, 1, 128));
+    }
+
+    #[test]
+    fn a_miss_in_the_far_partition_takes_its_far_latency_more() {
+        let mut p = Preset::builtin("h200-sxm").unwrap();
+        p.memory.latency_jitter = 0;
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        let mut m = MemSys::new(&p, 1980.0);
+        // The first line of each partition, as SM 0 sees it; each read alone on its channel.
+        let line = p.memory.l2.line_bytes;
+        let near = (0..64).find(|&l| !m.is_far(0, m.slice_of(l))).unwrap();
+        let far = (0..64).find(|&l| m.is_far(0, m.slice_of(l))).unwrap();
+        let t_near = m.read(0, 0, near * line, line, &mut rng);
+        let t_far = m.read(0, 100_000, far * line, line, &mut rng) - 100_000;
+        let (l2, hbm) = (&p.memory.l2, &p.memory.hbm);
+        assert_eq!(
+            t_far - t_near,
+            l2.far_latency - l2.near_latency + hbm.far_latency
+        );
     }
 
     #[test]

@@ -19,6 +19,10 @@
 //! warp-instruction adds `tensor.hgmma_beside_issue` cycles to the tensor pipe's next HGMMA
 //! (back-to-back m64n128k16 take 83.0 cycles beside the softmax step against 73.9 alone, SS;
 //! 77.7 against 71.8, RS: calibration/softmax.cu, wgmma_beside_{ss,rs}).
+//!
+//! `Ldc` and `S2r` (SASS LDC, S2R) read a constant or a special register onto one of the warp's
+//! scoreboards, `pipes.ldc_latency` or `pipes.s2r_latency` after issue; they book no pipe (their
+//! rate under load is not measured).
 
 use crate::engine::error::Fault;
 use crate::engine::hooks::Hook;
@@ -26,7 +30,7 @@ use crate::engine::schedule::{Outcome, Pending};
 use crate::engine::Engine;
 use crate::observe::warp_state::State;
 use isa::expr::Code;
-use isa::program::Pipe;
+use isa::program::{Pipe, RegSource};
 
 /// Largest per-thread count of one compute instruction (keeps the count in a u32).
 pub const MAX_MACRO_COUNT: i64 = 1 << 30;
@@ -144,6 +148,17 @@ impl Engine<'_> {
         }
         self.book_compute(w, pipe);
         Ok(self.warps[w as usize].progress == 0)
+    }
+
+    /// Issues an LDC or S2R: its result on scoreboard `sb` after the source's latency.
+    pub(crate) fn issue_reg_read(&mut self, w: u32, source: RegSource, sb: u8) {
+        let latency = match source {
+            RegSource::Constant => self.p.pipes.ldc_latency,
+            RegSource::Special => self.p.pipes.s2r_latency,
+        };
+        let ready = self.now + latency;
+        self.horizon = self.horizon.max(ready);
+        self.warps[w as usize].load_result(Some(sb), ready, State::ShortScoreboard);
     }
 
     /// Books one warp-instruction of a compute macro on its pipe and counts it down.

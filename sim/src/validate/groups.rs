@@ -82,14 +82,13 @@ pub(super) const GROUPS: &[Group] = &[
         name: "l2_few_sms",
         bound: Bound::None,
         note: "not modeled: 1 to 66 SMs reading disjoint slices of a 32 MiB L2-resident buffer \
-               (mem.cu's slice_read, the twin grouping its loads as the SASS does: 3, 1, 2, 2) \
-               get 50-60 B/cycle each, where the model's SM port gives 77; one SM reads 98 \
-               B/cycle from footprints up to 16 MiB and 71-78 from 32 MiB (h200-memsys.csv, \
-               inflight_l2_fp). The footprint in bytes sets it, not the address range: 8 MiB \
-               spread over 16 to 256 MiB of addresses streams and chases as contiguous data, \
-               and a stream's rate falls 10% between 28 and 36 MiB, half the L2 \
-               (h200-l2_pages.csv); which part of the L2 a single SM's lines fill is not yet \
-               known",
+               (mem.cu's slice_read, the twin following its SASS: 99 instructions a trip of 8 \
+               loads) get 50-60 B/cycle each on the H200, 83 in the model; one SM reads 98 B/cycle \
+               from footprints up to 16 MiB and 71-78 from 32 MiB (h200-memsys.csv, \
+               inflight_l2_fp). The footprint in bytes sets it, not the address range: 8 MiB spread \
+               over 16 to 256 MiB of addresses streams and chases as contiguous data, and a \
+               stream's rate falls 10% between 28 and 36 MiB, half the L2 (h200-l2_pages.csv); \
+               which part of the L2 a single SM's lines fill is not yet known",
     },
     Group {
         name: "l2_capacity",
@@ -112,10 +111,10 @@ pub(super) const GROUPS: &[Group] = &[
     Group {
         name: "hbm_few_sms",
         bound: Bound::Relative(0.10),
-        note: "1 to 33 SMs reading DRAM (mem_bw hbm_read: 47 B/cycle per SM up to 16 SMs) \
-               with mem_bw's read kernel as compiled: its 8 loads a thread issue 4, 2, 1, 1, \
-               each group folded before the next (h200-sass-loads.txt), so a warp-iteration \
-               is four DRAM round trips",
+        note: "1 to 33 SMs reading DRAM (mem_bw hbm_read: 47 B/cycle per SM up to 16 SMs) with \
+               mem_bw's read kernel as compiled (the twin follows its SASS, sm90a-sass-loops.txt): \
+               a warp's 16-byte loads of 4 lines wait for the slowest, in the far L2 partition \
+               (memory.hbm.far_latency); 33 SMs are 16% fast",
     },
     Group {
         name: "dram_granularity",
@@ -128,18 +127,16 @@ pub(super) const GROUPS: &[Group] = &[
     },
     Group {
         name: "inflight",
-        bound: Bound::None,
-        note: "not modeled: one SM reading with T threads x U loads of 16 B per warp-iteration \
-               (h200-memsys.csv inflight_hbm, inflight_l2), the twin following the SASS (U = 8 \
-               folds after 3, 2, 3 loads): the model is 10-18% fast at U = 1 (its streaming \
-               latency is shorter: 673 cycles a DRAM iteration against 790) and 25-45% at U = 2 \
-               and 4 (the chip's latency grows with the loads in flight: 790, 860-960, 930-1110 \
-               cycles at U = 1, 2, 4); from L2 at 64 KiB in flight one SM reads 99 B/cycle, \
-               124 with every load issued first (inflight_all_l2), where the model's SM port \
-               (77, fitted to mem_bw's kernel) caps it. The loops differ beyond their loads: a \
-               trip of probe_read<4> is 51 instructions (stall counts 133 cycles) and one of \
-               probe_inflight<4> 25 (62), and one warp's trip from L2 takes 445 and 361 cycles \
-               (t32_u4); the twin issues the loads and the fold alone (l1_port)",
+        bound: Bound::Relative(0.10),
+        note: "one SM reading with T threads x U loads of 16 B per warp-iteration (h200-memsys.csv \
+               inflight_hbm, inflight_l2), the twin following probe_read<U>'s SASS instruction by \
+               instruction (12 to 99 instructions a trip; LDC, S2R and LDG on their scoreboards; \
+               calibration/twin.py): from L2 within 5% up to 16 warps and at 32 warps with U = 1, \
+               4; 32 warps with U = 4 and 8 are 15-20% slow (98.8 and 99.2 B/cycle on the chip, 79 \
+               and 85: the model's first-come SM port and L1 queue); from DRAM 2-8% fast with few \
+               loads in flight and 12-18% with 8 to 32 warps at U = 2 and 4 (the chip's latency \
+               grows with the loads in flight: 790, 860-960, 930-1110 cycles an iteration at U = 1, \
+               2, 4)",
     },
     Group {
         name: "named_barrier",
@@ -222,10 +219,11 @@ pub(super) const GROUPS: &[Group] = &[
         name: "dram_box",
         bound: Bound::None,
         note: "not modeled: one TMA box from DRAM takes 836 to 934 cycles for 128 B to 4 KiB of \
-               contiguous rows, then 1166 at 8 KiB and 1403 at 16 KiB (1461 at 32 KiB); boxes \
-               of rows 8 KiB apart jump from 884 to 1244 cycles between 8 and 16 rows \
-               (h200-dram_map.csv). The model's 48 channels of 256 bytes grow it smoothly (774 \
-               to 950): how DRAM pages and channels hold a box is not yet known",
+               contiguous rows, then 1166 at 8 KiB and 1403 at 16 KiB (1461 at 32 KiB); boxes of \
+               rows 8 KiB apart jump from 884 to 1244 cycles between 8 and 16 rows \
+               (h200-dram_map.csv). The model (a box waits for its slowest line, the far \
+               partition's misses 186 cycles longer) grows it from 760 to 1029: how DRAM pages and \
+               channels hold a box is not yet known",
     },
     Group {
         name: "wgmma_arb",
@@ -286,9 +284,9 @@ pub(super) const GROUPS: &[Group] = &[
     Group {
         name: "gemm_ws_cold",
         bound: Bound::None,
-        note: "not modeled: the same kernel at K = 4096 from DRAM: 3 to 26% slower on the chip \
+        note: "not modeled: the same kernel at K = 4096 from DRAM: 2 to 22% slower on the chip \
                with 1 to 6 stages (BN 128); a 16 KiB TMA box from DRAM lands in 1247 cycles on \
-               the chip, 944 in the model (latency: tma_lat_hbm)",
+               the chip, 1029 in the model (latency: tma_lat_hbm; dram_box)",
     },
     Group {
         name: "tma_ring",
@@ -368,13 +366,13 @@ pub(super) const GROUPS: &[Group] = &[
     },
     Group {
         name: "coalescing",
-        bound: Bound::None,
-        note: "not modeled: 32 warps' 4-byte L2-resident loads at lane strides of 1 to 32 words \
-               (scenarios/coalescing.ron) take 2.0, 3.0, 3.9, 4.7, 9.2, 16.4 and 33.1 cycles \
-               each at strides 1, 2, 3, 4, 8, 16, 32 on the H200, the 16 loads' last latency \
-               included. The model's L1 tag stage (a line a cycle, 2 at least: l1_lines) gives \
-               strides 16 and 32 within 2% and stride 1 26% slow; strides 2 to 8 are bound by \
-               the sectors' bytes at the SM port's 77 B/cycle where the chip moves 128 (l1_port)",
+        bound: Bound::Relative(0.10),
+        note: "32 warps' 4-byte L2-resident loads at lane strides of 1 to 32 words \
+               (scenarios/coalescing.ron) take 2.0, 3.0, 3.9, 4.7, 9.2, 16.4 and 33.1 cycles each \
+               at strides 1, 2, 3, 4, 8, 16, 32 on the H200, the 16 loads' last latency included: \
+               the L1 tag stage (a line a cycle, 2 at least: l1_lines) binds strides 16 and 32, the \
+               SM port's 128 B/cycle of sectors strides 2 to 8 (l1_port); stride 1 is 25% slow \
+               (2.56 cycles: one line, 2 at least, and the latency), stride 2 14% fast",
     },
     Group {
         name: "l1_lines",
@@ -385,34 +383,25 @@ pub(super) const GROUPS: &[Group] = &[
     },
     Group {
         name: "l1_port",
-        bound: Bound::None,
-        note: "not modeled: the same loads where few lines carry many sectors: 4-byte lanes at \
-               strides 2, 4, 8 move their 8, 16, 32 sectors at 126-128 B/cycle (2.0, 4.0, \
-               8.1 cycles), 16-byte lanes 112-122 (4.57 cycles for 4 full lines), 8-byte lanes \
-               88 (2.9 for 2); the model carries sectors at the SM port's 77 B/cycle, fitted to \
-               mem_bw's kernel. That kernel is not port-bound: its loop issues 135 instructions \
-               per 8 loads (sm90a-sass-loops.txt: 58 on the ALU pipe, 28 IMAD, 16 LDC and 8 \
-               S2R on scoreboards, stall counts of 403 cycles a trip), so 77 B/cycle is its own \
-               latency with 8 warps a partition. With the port at 128 this group is 7.9% off, \
-               coalescing 8.8%, loaded_latency 13.0%, but bandwidth (l2_read, 1 to 16 SMs) \
-               19.1% and l2_few_sms 66% fast, as the twins issue only the loads. Following the \
-               loop takes results on separate scoreboards (SASS's six, so that address math \
-               does not wait for the loads in flight), which the ISA's one per warp cannot \
-               express",
+        bound: Bound::Relative(0.10),
+        note: "the same loads where few lines carry many sectors: 4-byte lanes at strides 2, 4, 8 \
+               move their 8, 16, 32 sectors at 126-128 B/cycle (2.0, 4.0, 8.1 cycles), the SM \
+               port's rate (memory.sm_bytes_per_cycle 128); 16-byte lanes take 4.57 cycles for 4 \
+               full lines (112 B/cycle), 8-byte lanes 2.9 for 2 (88): 13% and 31% slower than the \
+               port, not modeled",
     },
     Group {
         name: "loaded_latency",
-        bound: Bound::None,
-        note: "not modeled: one SM, one warp chasing pointers while S others stream \
-               (loaded_lat.cu). On the H200 the chase barely notices the stream: from L2 287 \
-               cycles a hop alone, 297 beside 16 warps x 4 loads (84 B/cycle), 356 beside 28 \
-               (119 B/cycle, near the SM's 128); from DRAM 665-700 at any load, while the \
-               stream reaches 65-72 B/cycle. The streamers themselves see more (a 4-load \
-               iteration 370-480 cycles from L2, 880 from DRAM): Little's law over their bytes \
-               in flight. The model's SM port is one first-come queue at 77 B/cycle, so the \
-               chase waits behind the stream's backlog (726 cycles a hop beside 28 warps from \
-               L2): the chip serves a warp's single load ahead of others' bursts, as \
-               arbitration per warp or partition would",
+        bound: Bound::Relative(0.10),
+        note: "one SM, one warp chasing pointers while S others stream (loaded_lat.cu), the \
+               streamers following loaded_kernel's SASS (calibration/twin.py). On the H200 the \
+               chase barely notices the stream: from L2 287 cycles a hop alone, 297 beside 16 warps \
+               x 4 loads (84 B/cycle), 356 beside 28 (119 B/cycle, near the SM's 128); from DRAM \
+               665-700 at any load (a lone chase's first 776 is 17% over the model's 645). The \
+               model's chase: 283-288 from L2, 382 beside 28 warps, 645-648 from DRAM. Streams of \
+               one load a warp-iteration from L2 are 25-49% fast: one warp's 12-instruction \
+               iteration takes 492 cycles on the chip, 328 (its L2 hit latency and stall counts) in \
+               the model, not explained",
     },
     Group {
         name: "divergence",

@@ -165,7 +165,8 @@ impl Walk<'_> {
             | Inst::BarArrive { .. }
             | Inst::SetMaxNReg { .. }
             | Inst::CpAsyncCommit
-            | Inst::CpAsyncWait { .. } => Ok(1),
+            | Inst::CpAsyncWait { .. }
+            | Inst::RegRead { .. } => Ok(1),
         }
     }
 

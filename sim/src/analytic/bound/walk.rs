@@ -175,8 +175,8 @@ impl<'a> Walk<'a> {
                     pc = if c == 0 { *target as usize } else { pc + 1 };
                 }
                 Op::Jump { target } => pc = *target as usize,
-                // A wait adds no demand on any unit.
-                Op::WaitScoreboard { .. } => pc += 1,
+                // A wait or a stall count adds no demand on any unit.
+                Op::WaitScoreboard { .. } | Op::Stall { .. } => pc += 1,
                 Op::BranchLanes { cond, otherwise } => {
                     self.spend(32).map_err(err)?;
                     let active = w.lanes.active();
