@@ -189,7 +189,13 @@ pub(super) const GROUPS: &[Group] = &[
                one thread takes 225 cycles a stage on the chip (with one mbarrier per stage or \
                64 rotating alike), 195 in the model: the sum of the measured costs (125 + 8 + \
                62) leaves out the loop's own ~30 cycles (its index math to uniform registers, \
-               not in the twin)",
+               not in the twin). The 62 is tma.cu's loop's, not the unit's: its SASS issues a \
+               box every 51 / 4 instructions with stall counts of 58.75 cycles (UTMALDG 12, \
+               ELECT, PLOP3 11, BRA.U.ANY waiting for the UTMALDG's operands, the uniform \
+               address math; calibration/sass.py tma tma_issue), and 4 warps' lanes issuing \
+               at once add 14.6 cycles a 1-row box (tma_box.cu tma_burstw c1: 552, 616, 727 \
+               cycles for 4, 8, 16 boxes), the unit's own rate. Moving the per-thread cost \
+               into the twins (and the scenarios' producers) is the next step",
     },
     Group {
         name: "tma_pair",
