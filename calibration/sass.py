@@ -77,10 +77,15 @@ def main() -> None:
     cuda = toolkit()
     env = dict(os.environ, PATH=f"{cuda / 'bin'}:{os.environ['PATH']}")
     here = pathlib.Path(__file__).resolve().parent
-    cubin = pathlib.Path(os.environ.get("TMPDIR", "/tmp")) / f"{program}.cubin"
+    tmp = pathlib.Path(os.environ.get("TMPDIR", "/tmp"))
+    cubin = tmp / f"{program}.cubin"
+    # The wgmma programs include the header run.sh generates (the same N list).
+    with open(tmp / "wgmma_ops.h", "w") as header:
+        subprocess.run([sys.executable, str(here / "gen_wgmma.py"),
+                        *"8 16 24 32 48 64 96 128 192 256".split()], check=True, stdout=header)
     subprocess.run(
-        ["nvcc", "-O3", "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-o", str(cubin),
-         str(here / f"{program}.cu")],
+        ["nvcc", "-O3", "-gencode=arch=compute_90a,code=sm_90a", f"-I{tmp}", "-cubin", "-o",
+         str(cubin), str(here / f"{program}.cu")],
         check=True, env=env, cwd=here,
     )
     sass = subprocess.run(["cuobjdump", "-sass", str(cubin)], check=True, env=env,

@@ -194,8 +194,11 @@ pub(super) const GROUPS: &[Group] = &[
                ELECT, PLOP3 11, BRA.U.ANY waiting for the UTMALDG's operands, the uniform \
                address math; calibration/sass.py tma tma_issue), and 4 warps' lanes issuing \
                at once add 14.6 cycles a 1-row box (tma_box.cu tma_burstw c1: 552, 616, 727 \
-               cycles for 4, 8, 16 boxes), the unit's own rate. Moving the per-thread cost \
-               into the twins (and the scenarios' producers) is the next step",
+               cycles for 4, 8, 16 boxes), the unit's own rate. gemm_ws.cu's producer issues \
+               63 instructions with stall counts of 244 cycles a k-tile of 2 boxes (sass.py \
+               gemm_ws ws_kernel), close to the model's 2 x 62: moving the per-thread cost \
+               into the twins and the scenarios' producers, and the unit to its own rate, is \
+               the next step",
     },
     Group {
         name: "tma_pair",
@@ -416,7 +419,13 @@ pub(super) const GROUPS: &[Group] = &[
                warp-uniform and 336 with lanes split on parity on the H200, 128 and 256 in \
                the model: the branch, its reconvergence (BSSY/BSYNC) and the loop's own \
                instructions cost nothing in the model; lanes with 1 to 32 trips take 4,863 \
-               cycles against 4,495 for 32 each (4,093 both in the model)",
+               cycles against 4,495 for 32 each (4,093 both in the model). The SASS \
+               (calibration/sass.py fundamentals branch_kernel) puts 35 cycles of stall counts \
+               besides the 32 FFMAs' 128 in a uniform round (UIADD3, BSSY 5, ISETP, the branch \
+               12, a BRA over the other path 6, BSYNC 5, the loop's BRA 5) and 5 in a trip of \
+               the trip loop (131 for 32 FFMAs): the chip's 185 and 140.5 leave 9 to 14 cycles \
+               a taken branch, a cost the ISA's loops (often unrolled code in a kernel) do not \
+               carry",
     },
     Group {
         name: "clock_data",
