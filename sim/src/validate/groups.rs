@@ -441,12 +441,12 @@ pub(super) const GROUPS: &[Group] = &[
                descriptors, calibration/triton_gemm.py) against gemm_pipelined.ron, FLOP per \
                SM-cycle at each config's NVML clock; the twin's mainloop follows the kernels' \
                SASS (h200-triton_sass.txt: 8 warps wait for each k16 HGMMA, 3 or 4 CTA barriers \
-               a k-tile). Over the 40 configs both ran the model is fast by 28% on average \
-               (-22% to +69%), Spearman 0.78; the chip's best is 64x256x64 4w 4s (2,782; the \
-               model's 9th), the model's 128x128x64 4w 5s (3,326; chip 2,562). 8 warps keep \
-               0.78x of 4 warps' rate in the model, 0.82x on the chip (medians). 2 stages are \
-               37% fast, and the 15 configs the chip ran at 1,905 to 1,980 MHz (a mostly idle \
-               tensor pipe) 39%, the rest 18%: the latency of loads under load (inflight, \
+               a k-tile). Over the 40 configs both ran the model is fast by 25% on average \
+               (-22% to +65%), Spearman 0.81; the chip's best is 64x256x64 4w 4s (2,782; the \
+               model's 8th), the model's 128x128x64 4w 5s (3,334; chip 2,562). 8 warps keep \
+               0.77x of 4 warps' rate in the model, 0.82x on the chip (medians). 2 stages are \
+               34% fast, and the 15 configs the chip ran at 1,905 to 1,980 MHz (a mostly idle \
+               tensor pipe) 37%, the rest 18%: the latency of loads under load (inflight, \
                loaded_latency) and the HGMMA window shared by an SM's warpgroups (wgmma_arb), \
                neither in the model, are the candidates",
     },
