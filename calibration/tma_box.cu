@@ -11,7 +11,13 @@
 //               then waits: cycles from before the arrive to the wait's return; param <box>_n<N>.
 //               The slope over N is the time a box adds when boxes queue
 //   tma_burstw  the same from lane 0 of W warps at once (each its own mbarrier and N boxes):
-//               cycles from the CTA's start to the last warp's wait; param <box>_n<N>_w<W>
+//               cycles from the CTA's start to the last warp's wait; param <box>_n<N>_w<W>.
+//               `tma_box unit` runs only these, for W = 1 to 32 warps (data/h200-tma_unit.csv):
+//               where the SM's TMA unit, not the issuing threads, sets the rate
+//   tma_storew  (`tma_box unit` too) lane 0 of W warps each issues N TMA stores of boxes of
+//               contiguous rows from shared memory, commits them and waits for their
+//               completion (cp.async.bulk.wait_group 0): cycles from the CTA's start to the last
+//               warp's return; param c<R>_n<N>_w<W>
 //   tma_stream  one thread streams S stages of B boxes each, every stage refilled right after
 //               its wait (arrive.expect_tx, then the B loads), 256 stages timed after 64: cycles
 //               per stage; param <box>_b<B>_s<S>
@@ -95,6 +101,26 @@ __global__ void burst_kernel(const __grid_constant__ CUtensorMap m, long long* o
       for (int k = 0; k < N; ++k)
         load_box<KIND, R>(saddr(ring + (warp * N + k) * slot_bytes<R>()), &m, (rep % kReps) * N * W + warp * N + k, bar);
       wait_phase(bar, rep & 1);
+      const long long t = clock64() - s_t0;
+      if (rep >= kReps) out[(rep - kReps) * W + warp] = t;
+    }
+  }
+}
+
+template <int R, int N, int W>
+__global__ void store_kernel(const __grid_constant__ CUtensorMap m, long long* out) {
+  extern __shared__ __align__(1024) uint8_t ring[];
+  __shared__ long long s_t0;
+  const int warp = threadIdx.x / 32;
+  for (int rep = 0; rep < 2 * kReps; ++rep) {
+    __syncthreads();
+    if (threadIdx.x == 0) s_t0 = clock64();
+    __syncthreads();
+    if (threadIdx.x % 32 == 0) {
+#pragma unroll
+      for (int k = 0; k < N; ++k)
+        tma_store(&m, saddr(ring + (warp * N + k) * slot_bytes<R>()), (((rep % kReps) * N * W + warp * N + k) * R) & 65535);
+      tma_store_wait_all();
       const long long t = clock64() - s_t0;
       if (rep >= kReps) out[(rep - kReps) * W + warp] = t;
     }
@@ -305,6 +331,55 @@ static void bursts(long long* d) {
   if constexpr (R <= 64) burst<KIND, R, 4, 4>(d);
 }
 
+template <int R, int N, int W>
+static void store(long long* d) {
+  static_assert(W * N * slot_bytes<R>() <= kSmem, "boxes too large");
+  auto k = store_kernel<R, N, W>;
+  CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  k<<<1, 32 * W, kSmem>>>(map_for(kC, R), d);
+  LAUNCH_CHECK();
+  std::vector<long long> h(kReps * W), last;
+  CHECK(cudaMemcpy(h.data(), d, h.size() * sizeof(long long), cudaMemcpyDeviceToHost));
+  for (int r = 0; r < kReps; ++r) last.push_back(*std::max_element(&h[r * W], &h[r * W] + W));
+  char p[64];
+  snprintf(p, sizeof p, "c%d_n%d_w%d", R, N, W);
+  row("tma_storew", p, median(last), "cycles");
+}
+
+// The issue rate of the SM's TMA unit: W warps issuing N1 or N2 boxes each, 1 to 32 warps;
+// loads, then the same counts of stores.
+template <int KIND, int R, int N1, int N2, int W>
+static void burst_pair(long long* d) {
+  burst<KIND, R, N1, W>(d);
+  burst<KIND, R, N2, W>(d);
+}
+
+template <int R, int N1, int N2, int W>
+static void store_pair(long long* d) {
+  store<R, N1, W>(d);
+  store<R, N2, W>(d);
+}
+
+template <int R, int N1, int N2>
+static void stores(long long* d) {
+  store_pair<R, N1, N2, 1>(d);
+  store_pair<R, N1, N2, 2>(d);
+  store_pair<R, N1, N2, 4>(d);
+  store_pair<R, N1, N2, 8>(d);
+  store_pair<R, N1, N2, 16>(d);
+  store_pair<R, N1, N2, 32>(d);
+}
+
+template <int KIND, int R, int N1, int N2>
+static void units(long long* d) {
+  burst_pair<KIND, R, N1, N2, 1>(d);
+  burst_pair<KIND, R, N1, N2, 2>(d);
+  burst_pair<KIND, R, N1, N2, 4>(d);
+  burst_pair<KIND, R, N1, N2, 8>(d);
+  burst_pair<KIND, R, N1, N2, 16>(d);
+  burst_pair<KIND, R, N1, N2, 32>(d);
+}
+
 template <int KIND>
 static void sweep(long long* d) {
   pair<KIND, 1, 0>(d);
@@ -333,12 +408,22 @@ static void sweep(long long* d) {
   stream<KIND, 256, 2, 2>(d);
 }
 
-int main() {
-  header("tma_box");
+int main(int argc, char** argv) {
+  const bool unit = argc > 1 && std::string(argv[1]) == "unit";
+  header(unit ? "tma_unit" : "tma_box");
   CHECK(cudaMalloc(&g_buf, 8u << 20));
   CHECK(cudaMemset(g_buf, 0x3c, 8u << 20));
   long long* d;
-  CHECK(cudaMalloc(&d, 64 * sizeof(long long)));
+  CHECK(cudaMalloc(&d, kReps * 32 * sizeof(long long)));
+  if (unit) {
+    units<kC, 1, 2, 6>(d);
+    units<kC, 16, 1, 3>(d);
+    units<kS, 16, 1, 3>(d);
+    stores<1, 2, 6>(d);
+    stores<16, 1, 3>(d);
+    footer();
+    return 0;
+  }
   sweep<kC>(d);
   sweep<kS>(d);
   ring_case<128, 8, true>(d);

@@ -61,6 +61,17 @@ __device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, i
       ::"r"(dst), "l"((uint64_t)map), "r"(col), "r"(row), "r"(bar) : "memory");
 }
 
+// A TMA store of the box at (row, col) from shared memory at `src`, in the thread's bulk group.
+__device__ __forceinline__ void tma_store(const CUtensorMap* map, uint32_t src, int row, int col = 0) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+               ::"l"((uint64_t)map), "r"(col), "r"(row), "r"(src) : "memory");
+}
+
+// Commit the thread's bulk group and wait until its stores are complete (wait_group 0).
+__device__ __forceinline__ void tma_store_wait_all() {
+  asm volatile("cp.async.bulk.commit_group;\n cp.async.bulk.wait_group 0;" ::: "memory");
+}
+
 // A 2-D bf16 tensor of `rows` rows of `cols` elements over base, boxes of `box_rows` rows of
 // `box_cols` elements (0: full rows), laid out in shared memory with swizzle `swz`.
 static CUtensorMap make_map(void* base, uint64_t rows, uint32_t box_rows, uint32_t cols = 64,

@@ -40,10 +40,11 @@ fn every_schedule_does_the_gemms_flops_and_writes_c_once() {
         assert_eq!(r.dram.write_bytes, (m * n * 2) as u64, "{name}");
         assert_eq!(r.dram.read_bytes, ((m + n) * k * 2) as u64, "{name}");
         // Never under the tensor bound; at this size one tile a CTA, whose first loads and
-        // epilogue are exposed (ping-pong's second warpgroup has no tile of its own).
+        // epilogue are exposed (ping-pong's second warpgroup has no tile of its own; C leaves
+        // at the TMA store path's 32 B/cycle).
         let a = r.analytic.as_ref().unwrap();
         assert!(
-            (1.0..1.8).contains(&a.ratio),
+            (1.0..2.0).contains(&a.ratio),
             "{name}: {} x analytic",
             a.ratio
         );
@@ -108,7 +109,7 @@ fn ping_pong_hides_the_epilogue_that_the_cooperative_kernel_exposes() {
         at("gemm", 32),
         at("gemm_pingpong", 32),
     ];
-    assert_eq!(figures, [43_497, 43_289, 48_670, 43_319]);
+    assert_eq!(figures, [44_190, 43_926, 49_582, 43_948]);
     let [coop64, pp64, coop32, pp32] = figures.map(|c| c as f64);
     assert!((pp64 / coop64 - 1.0).abs() < 0.02);
     assert!(coop32 > 1.08 * coop64);

@@ -167,6 +167,8 @@ pub(crate) struct Sm {
     pub tma_issue: Server,
     /// The path TMA loads take from L2 into shared memory.
     pub tma_fill: Link,
+    /// The rate at which TMA stores move their data out of the SM.
+    pub tma_store: Link,
     /// TMA busy time: cycles with at least one load in flight, and the end of the last.
     pub tma_covered_until: u64,
     pub tma_busy: u64,
@@ -189,6 +191,7 @@ impl Sm {
             tensor: TensorPipe::default(),
             tma_issue: Server::default(),
             tma_fill: Link::new(p.tma.fill_bytes_per_cycle),
+            tma_store: Link::new(p.tma.store_bytes_per_cycle),
             tma_covered_until: 0,
             tma_busy: 0,
             resident: 0,

@@ -304,7 +304,14 @@ pub struct Barriers {
 #[serde(deny_unknown_fields)]
 pub struct Tma {
     pub has_tma: bool,
+    /// Cycles the SM's TMA unit takes to accept one box (load or store) from any of its warps.
     pub issue_cycles: u64,
+    /// Cycles one TMA load or store holds the thread that issues it: the compiled sequence of
+    /// a `cp.async.bulk.tensor` (elect one lane, the coordinates into uniform registers, the
+    /// instruction, the branch that waits for the unit to read them). 0 where nothing was
+    /// measured.
+    #[serde(default)]
+    pub thread_cycles: u64,
     pub chunk_bytes: u64,
     pub extra_latency: u64,
     /// Cycles added to the return of a wait that finds its phase complete when the thread's
@@ -314,6 +321,8 @@ pub struct Tma {
     /// Bytes per cycle of the SM's path from L2 into shared memory that TMA loads take; it
     /// is neither the shared-memory port nor the SM's port for ordinary loads.
     pub fill_bytes_per_cycle: f64,
+    /// Bytes per cycle at which an SM's TMA stores move their data towards L2.
+    pub store_bytes_per_cycle: f64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -632,6 +641,7 @@ impl Preset {
         for (field, v) in [
             ("memory.sm_bytes_per_cycle", self.memory.sm_bytes_per_cycle),
             ("tma.fill_bytes_per_cycle", self.tma.fill_bytes_per_cycle),
+            ("tma.store_bytes_per_cycle", self.tma.store_bytes_per_cycle),
             ("memory.l2.bytes_per_cycle", self.memory.l2.bytes_per_cycle),
             (
                 "memory.l2.data_bytes_per_cycle",
@@ -807,6 +817,11 @@ impl Preset {
                 MAX_FIELD_CYCLES,
             ),
             ("tma.issue_cycles", self.tma.issue_cycles, MAX_FIELD_CYCLES),
+            (
+                "tma.thread_cycles",
+                self.tma.thread_cycles,
+                MAX_FIELD_CYCLES,
+            ),
             (
                 "tma.wait_after_issue_cycles",
                 self.tma.wait_after_issue_cycles,

@@ -11,7 +11,8 @@
 //! its bookings in time order. TMA writes do not take the shared-memory port that wgmma
 //! operand reads and ld/st.shared use: on the H200 they run at full rate beside SS wgmma
 //! saturating that port (calibration/data/h200-smem_port.csv). A store reads the slot through
-//! the shared-memory port (unmeasured), then writes its spans.
+//! the shared-memory port (unmeasured), then writes its spans, its bytes leaving no faster
+//! than `tma.store_bytes_per_cycle` (measured: 32 B/cycle an SM, from 1 to 32 issuing warps).
 
 use crate::engine::error::Fault;
 use crate::engine::event::Event;
@@ -215,10 +216,7 @@ impl Engine<'_> {
         let (start, issued) = self.sms[sm as usize]
             .tma_issue
             .book(now, self.p.tma.issue_cycles);
-        // The issuing thread moves on once the unit has taken the box.
-        let warp = &mut self.warps[w as usize];
-        warp.sync_until = warp.sync_until.max(issued);
-        warp.sync_state = State::MioThrottle;
+        self.hold_tma_issuer(w, issued);
         let at = start + self.p.tma.extra_latency;
         self.ctas[cta as usize].tma_in_flight += 1;
         let mut load = TmaLoad {
@@ -280,17 +278,36 @@ impl Engine<'_> {
         Ok(())
     }
 
+    /// The issuing thread moves on once its own instruction sequence is done
+    /// (`tma.thread_cycles`, the compiler's stall counts: `wait`) and the unit has taken the
+    /// box (`issued`: backpressure from the other warps' boxes, `mio_throttle`).
+    fn hold_tma_issuer(&mut self, w: u32, issued: u64) {
+        let own = self.now + self.p.tma.thread_cycles;
+        let warp = &mut self.warps[w as usize];
+        warp.sync_until = warp.sync_until.max(own).max(issued);
+        warp.sync_state = if issued > own {
+            State::MioThrottle
+        } else {
+            State::Wait
+        };
+    }
+
     pub(crate) fn issue_tma_store(&mut self, w: u32, op: TmaOperands) -> Result<(), Fault> {
         self.slot_base(w, op.slot)?;
         let spans = self.tma_spans(w, &op)?;
         let sm = self.warps[w as usize].sm;
+        let (start, issued) = self.sms[sm as usize]
+            .tma_issue
+            .book(self.now, self.p.tma.issue_cycles);
+        self.hold_tma_issuer(w, issued);
         let unit = &mut self.sms[sm as usize];
-        let (start, _) = unit.tma_issue.book(self.now, self.p.tma.issue_cycles);
         let (_, read_end) = unit
             .port
             .book(start, op.bytes.div_ceil(self.p.smem.bytes_per_cycle()));
         let traffic: u64 = spans.clone().map(|s| s.1).sum();
-        let sent = self.mem.port(sm, read_end, traffic);
+        // The unit moves store data at its own rate, below the SM's port to L2.
+        let drained = unit.tma_store.book(read_end, traffic);
+        let sent = self.mem.port(sm, read_end, traffic).max(drained);
         let mut done = sent;
         for (addr, len) in spans {
             done = done.max(self.mem.write(sm, sent, addr, len, &mut self.rng));

@@ -10,8 +10,40 @@ fn pass_bytes(ctas: i64, kib: i64, same: bool) -> f64 {
     (ctas * loads * 512) as f64
 }
 
+/// Cycles of stall counts tma_box.cu's bursts spend a box beyond the ISA's TmaLoad
+/// (`tma.thread_cycles`, 44): 51 in 12 instructions, the box's address math into uniform
+/// registers (calibration/sass.py tma_box burst_kernel).
+const TMA_BOX_EXTRA: i64 = 7;
+
+/// The same for tma.cu's loop of scattered 1-row boxes: 58.75 cycles a box (calibration/sass.py
+/// tma tma_issue).
+const TMA_CU_EXTRA: i64 = 15;
+
 fn sets(pairs: &[(&str, i64)]) -> Vec<(String, i64)> {
     pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+/// The tma twin's bursts from `warps` warps (test 3 loads, 4 stores) of `rows`-row boxes.
+fn warps_burst(test: i64, rows: i64, warps: i64, extra: i64) -> Vec<(String, i64)> {
+    sets(&[
+        ("test", test),
+        ("rows", rows),
+        ("streams", warps),
+        ("warm", 1),
+        ("region", 65536),
+        ("extra", extra),
+    ])
+}
+
+/// Cycles a box: the slope over the boxes a warp issues, `lo` to `hi`, over `per` boxes.
+fn n_slope(lo: i64, hi: i64, per: f64) -> Metric {
+    Metric::Slope {
+        key: "n",
+        lo,
+        hi,
+        per,
+        minus: 0.0,
+    }
 }
 
 /// Every row of the validation, in table order.
@@ -600,7 +632,13 @@ pub(super) fn specs() -> Vec<Spec> {
                     (hi - 2) as f64,
                 ),
                 "tma",
-                sets(&[("test", 1), ("rows", rows), ("warm", 1), ("region", 65536)]),
+                sets(&[
+                    ("test", 1),
+                    ("rows", rows),
+                    ("warm", 1),
+                    ("region", 65536),
+                    ("extra", TMA_BOX_EXTRA),
+                ]),
                 Metric::Slope {
                     key: "n",
                     lo: 2,
@@ -608,6 +646,26 @@ pub(super) fn specs() -> Vec<Spec> {
                     per: (hi - 2) as f64,
                     minus: 0.0,
                 },
+            );
+        }
+    }
+    // The SM's TMA unit (tma_box.cu unit): W warps each issuing a burst of boxes on their own
+    // mbarrier, the SM's cycles per box (the slope over the boxes a warp issues, over all W).
+    // From 16 warps on the unit or the fill path binds; with fewer, each thread's own code
+    // (tma_burst's rows). At 8 warps the 2 KiB rows moved 20-26% between two runs.
+    for (kind, rows, lo, hi) in [("c", 1i64, 2i64, 6i64), ("c", 16, 1, 3), ("s", 16, 1, 3)] {
+        for warps in [16i64, 32] {
+            let param = |n: i64| format!("{kind}{rows}_n{n}_w{warps}");
+            let per = (warps * (hi - lo)) as f64;
+            add(
+                "tma_unit",
+                format!("{kind}{rows} from {warps} warps, per box"),
+                "cycles/box",
+                "tma_unit",
+                Measured::Slope("tma_burstw", param(lo), param(hi), per),
+                "tma",
+                warps_burst(3, rows, warps, TMA_BOX_EXTRA),
+                n_slope(lo, hi, per),
             );
         }
     }
@@ -640,7 +698,7 @@ pub(super) fn specs() -> Vec<Spec> {
         "tma",
         Measured::Slope("tma_issue", "32".into(), "256".into(), 224.0),
         "tma",
-        sets(&[("test", 1)]),
+        sets(&[("test", 1), ("extra", TMA_CU_EXTRA)]),
         Metric::Slope {
             key: "n",
             lo: 32,
@@ -900,6 +958,33 @@ pub(super) fn specs() -> Vec<Spec> {
                 amount: 64.0 * 4.0 * 128.0 * 128.0 * 128.0,
             },
         );
+    }
+    // TMA stores (tma_box.cu unit): W warps each storing a burst of boxes, committing and
+    // waiting for them; the SM's cycles a store (the slope over a warp's stores, over all W).
+    // One store from one thread takes 40.5 cycles, below the 52 of its SASS's stall counts:
+    // the twin adds nothing to the 44 of a TmaStore.
+    for (rows, lo, hi, warps) in [
+        (1i64, 2i64, 6i64, &[1i64, 8, 16, 32][..]),
+        (16, 1, 3, &[1, 8, 32]),
+    ] {
+        for &w in warps {
+            let per = (w * (hi - lo)) as f64;
+            add(
+                "tma_store",
+                format!("c{rows} stores from {w} warps, per store"),
+                "cycles/store",
+                "tma_unit",
+                Measured::Slope(
+                    "tma_storew",
+                    format!("c{rows}_n{lo}_w{w}"),
+                    format!("c{rows}_n{hi}_w{w}"),
+                    per,
+                ),
+                "tma",
+                warps_burst(4, rows, w, 0),
+                n_slope(lo, hi, per),
+            );
+        }
     }
     // What one issuing thread pays per mbarrier operation and TMA issue (calibration/
     // mbar_cost.cu): cycles per loop iteration, the slope between 256 and 512 iterations.

@@ -80,6 +80,10 @@ const STORED: &[(&str, &str)] = &[
         include_str!("../../../calibration/data/h200-tma_box.csv"),
     ),
     (
+        "tma_unit",
+        include_str!("../../../calibration/data/h200-tma_unit.csv"),
+    ),
+    (
         "memsys",
         include_str!("../../../calibration/data/h200-memsys.csv"),
     ),
