@@ -276,7 +276,6 @@ impl Engine<'_> {
                 parity,
                 poll: Poll::Test,
             } => self.mbarrier_poll_outcome(w, bar, parity)?,
-            Inst::TmaLoad { .. } | Inst::TmaStore { .. } => self.tma_outcome(w),
             Inst::TmaStoreWait { n } => self.group_wait_outcome(w, GroupKind::TmaStores, n)?,
             Inst::CpAsyncWait { n } => self.group_wait_outcome(w, GroupKind::CpAsync, n)?,
             Inst::SetMaxNReg { inc: true, regs } => self.setmaxnreg_inc_outcome(w, *regs),
@@ -293,6 +292,10 @@ impl Engine<'_> {
             | Inst::WgmmaCommit
             | Inst::BarSync { .. }
             | Inst::BarArrive { .. }
+            // A TMA load or store queues at the SM's unit in the order warps issue it; the
+            // warp waits for its box to be taken (`hold_tma_issuer`).
+            | Inst::TmaLoad { .. }
+            | Inst::TmaStore { .. }
             | Inst::SetMaxNReg { inc: false, .. } => Outcome::Ready,
         };
         Ok(Some(outcome))

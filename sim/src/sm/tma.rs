@@ -18,7 +18,6 @@ use crate::engine::error::Fault;
 use crate::engine::event::Event;
 use crate::engine::hooks::Hook;
 use crate::engine::queue::EventQueue;
-use crate::engine::schedule::Outcome;
 use crate::engine::Engine;
 use crate::observe::warp_state::State;
 use isa::compile::MAX_RANK;
@@ -164,18 +163,6 @@ pub(crate) struct TmaOperands<'k> {
 }
 
 impl Engine<'_> {
-    /// Both directions wait for the SM's TMA issue unit.
-    pub(crate) fn tma_outcome(&self, w: u32) -> Outcome {
-        let free = self.sms[self.warps[w as usize].sm as usize]
-            .tma_issue
-            .next_free();
-        if free > self.now {
-            Outcome::StallUntil(State::MioThrottle, free)
-        } else {
-            Outcome::Ready
-        }
-    }
-
     /// The global-memory spans (absolute addresses) of the TMA box of buffer `buf` at `coords`.
     fn tma_spans(
         &self,

@@ -225,10 +225,11 @@ pub(super) const GROUPS: &[Group] = &[
                5), 2 KiB boxes every 22 (89-94 B/cycle, the model's fill path 104); with 1, 2, \
                4 and 8 warps every 60, 31, 15 and 7.4 cycles, each thread's own sequence \
                (tma_burst), and the 8-warp rows of 2 KiB boxes moved 20-26% between two runs \
-               (2 boxes a warp more), so they are left out. Not modeled: the fill path's lower \
-               rate for 2 KiB boxes than for 16 KiB (a cost a box?), and 1-row boxes from 16 \
-               warps at 6.7 cycles in the model (6.4 over 6 to 12 boxes a warp), where the \
-               unit alone would give 5",
+               (2 boxes a warp more), so they are left out. The unit takes boxes in the order \
+               warps issue them: with the warps of one partition served last whenever the \
+               unit was free (a retry in partition order), 16 warps got 6.7 cycles a box. Not \
+               modeled: the fill path's lower rate for 2 KiB boxes than for 16 KiB (a cost a \
+               box?)",
     },
     Group {
         name: "tma_store",
@@ -240,7 +241,7 @@ pub(super) const GROUPS: &[Group] = &[
                warps (the unit) and 40.5 from one (its own sequence, below the 52 cycles of \
                stall counts in its SASS: the twin adds nothing to the 44 of a TmaStore). Not \
                modeled: 128 B stores from 16 and 32 warps at 4.3 cycles where the model's \
-               unit, fitted to loads (5.2-5.5), gives 5.5-5.6, and a store's completion, about \
+               unit, fitted to loads (5.2-5.5), gives 5.0, and a store's completion, about \
                210 cycles later in the model than on the chip (its writes' L2 round trip)",
     },
     Group {
