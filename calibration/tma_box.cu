@@ -282,16 +282,23 @@ static void pair(long long* d) {
   }
 }
 
-template <int KIND, int R, int N, int W>
-static void burst(long long* d) {
-  static_assert(W * N * slot_bytes<R>() <= kSmem, "boxes too large");
-  auto k = burst_kernel<KIND, R, N, W>;
+// Runs kernel `k` on one CTA of W warps and returns, per timed repetition, the last warp's
+// cycles (the kernels write kReps x W of them).
+template <int W, typename Kernel>
+static std::vector<long long> last_warps(Kernel k, const CUtensorMap& m, long long* d) {
   CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-  k<<<1, 32 * W, kSmem>>>(map_for(KIND, R), d);
+  k<<<1, 32 * W, kSmem>>>(m, d);
   LAUNCH_CHECK();
   std::vector<long long> h(kReps * W), last;
   CHECK(cudaMemcpy(h.data(), d, h.size() * sizeof(long long), cudaMemcpyDeviceToHost));
   for (int r = 0; r < kReps; ++r) last.push_back(*std::max_element(&h[r * W], &h[r * W] + W));
+  return last;
+}
+
+template <int KIND, int R, int N, int W>
+static void burst(long long* d) {
+  static_assert(W * N * slot_bytes<R>() <= kSmem, "boxes too large");
+  const std::vector<long long> last = last_warps<W>(burst_kernel<KIND, R, N, W>, map_for(KIND, R), d);
   char p[64];
   if (W == 1) {
     snprintf(p, sizeof p, "%s%d_n%d", kind_name(KIND), R, N);
@@ -334,13 +341,7 @@ static void bursts(long long* d) {
 template <int R, int N, int W>
 static void store(long long* d) {
   static_assert(W * N * slot_bytes<R>() <= kSmem, "boxes too large");
-  auto k = store_kernel<R, N, W>;
-  CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-  k<<<1, 32 * W, kSmem>>>(map_for(kC, R), d);
-  LAUNCH_CHECK();
-  std::vector<long long> h(kReps * W), last;
-  CHECK(cudaMemcpy(h.data(), d, h.size() * sizeof(long long), cudaMemcpyDeviceToHost));
-  for (int r = 0; r < kReps; ++r) last.push_back(*std::max_element(&h[r * W], &h[r * W] + W));
+  const std::vector<long long> last = last_warps<W>(store_kernel<R, N, W>, map_for(kC, R), d);
   char p[64];
   snprintf(p, sizeof p, "c%d_n%d_w%d", R, N, W);
   row("tma_storew", p, median(last), "cycles");
