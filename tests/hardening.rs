@@ -639,7 +639,7 @@ fn a_trace_past_its_size_limit_is_cut_with_a_note_and_stays_readable() {
     ]);
     let summary = String::from_utf8_lossy(&out.stdout);
     // The report is the whole run's.
-    assert!(summary.contains("simulated   66,821 cycles"), "{summary}");
+    assert!(summary.contains("simulated   66,804 cycles"), "{summary}");
     assert!(
         summary.contains("the trace stops at cycle ")
             && summary.contains(": it reached its size limit of 1 MiB (--trace-max-mb to raise it); the report above covers the whole run"),

@@ -37,6 +37,8 @@ const BOUNDS: &[(&str, Bound)] = &[
     ("gemm_ws", Bound::Relative(0.05)),
     ("tma_ring", Bound::Relative(0.05)),
     ("mbarrier_poll", Bound::Relative(0.15)),
+    ("tma_throughput", Bound::Relative(0.10)),
+    ("tma_beside_wgmma", Bound::Relative(0.10)),
     ("wgmma_issue", Bound::Relative(0.15)),
     ("cta_launch", Bound::Relative(0.15)),
     ("spill", Bound::Relative(0.15)),

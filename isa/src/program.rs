@@ -92,8 +92,10 @@ pub struct BufferInfo {
     pub dtype: DType,
     pub shape: Vec<u64>,
     pub slot_bytes: u64,
-    /// Byte offset of slot 0 in the CTA's shared memory (128-byte aligned).
+    /// Byte offset of slot 0 in the CTA's shared memory (128-byte aligned, or 8 swizzle rows).
     pub base: u64,
+    /// The slots' TMA swizzle in bytes: 0, 32, 64 or 128.
+    pub swizzle: u32,
 }
 
 impl BufferInfo {
@@ -612,6 +614,7 @@ mod tests {
             shape: vec![64, 64],
             slot_bytes: 8192,
             base: 128,
+            swizzle: 0,
         };
         assert_eq!(buf.slot_offset(3), Ok(128 + 3 * 8192));
         assert_eq!(

@@ -350,6 +350,14 @@ pub struct Buffer {
     pub dtype: DType,
     /// Tile extent per dimension, outermost first; also the TMA box of copies into the slot.
     pub shape: Vec<Expr>,
+    /// The slots' TMA swizzle in bytes: 0 (none, the default), 32, 64 or 128, as the tensor
+    /// map's `CU_TENSOR_MAP_SWIZZLE_*`. A tile row (the innermost dimension) fits in it or is a
+    /// whole number of its width (columns of swizzled rows, as CUTLASS's and FlashAttention-3's
+    /// tensor maps load a 128-element bf16 row), and the buffer starts on 8 swizzle rows (1024
+    /// bytes for the 128-byte swizzle). It sets how fast TMA boxes stream in (the fill rule,
+    /// `sim::sm::tma::fill_bytes_per_cycle`).
+    #[serde(default = "zero")]
+    pub swizzle: Expr,
 }
 
 /// An array of `count` mbarriers, each initialized with `arrivals` expected arrivals at CTA start.

@@ -42,9 +42,10 @@ impl Compiler<'_> {
             });
         }
 
-        // Buffers in declaration order, each 128-byte aligned (TMA needs aligned shared memory).
-        // In u128: up to 2^16 slots of up to 2^48 bytes each may be declared, and the sum is
-        // reported as it is.
+        // Buffers in declaration order, each 128-byte aligned (TMA needs aligned shared memory),
+        // a swizzled one on 8 swizzle rows (the swizzle's pattern repeats every 8 rows; TMA
+        // requires that alignment). In u128: up to 2^16 slots of up to 2^48 bytes each may be
+        // declared, and the sum is reported as it is.
         let mut smem: u128 = 0;
         for (i, b) in k.smem.iter().enumerate() {
             let path = format!("{}.smem[{i}] `{}`", self.at, b.name);
@@ -53,7 +54,9 @@ impl Compiler<'_> {
             let shape = self.shape(&b.shape, &path)?;
             let what = format!("a slot of buffer `{}`", b.name);
             let slot_bytes = self.bytes(&shape, b.dtype, &path, &what)?;
-            let base = smem.div_ceil(128) * 128;
+            let swizzle = self.swizzle(b, &shape, &path)?;
+            let align = 128.max(8 * swizzle as u128);
+            let base = smem.div_ceil(align) * align;
             smem = base + slot_bytes as u128 * slots as u128;
             self.buffers.push(program::BufferInfo {
                 name: b.name.clone(),
@@ -63,6 +66,7 @@ impl Compiler<'_> {
                 slot_bytes,
                 // Past the limit only the error below reads the buffers.
                 base: base.try_into().unwrap_or(u64::MAX),
+                swizzle,
             });
         }
         // The mbarrier arrays, flattened; 8 bytes each after the buffers.
@@ -92,5 +96,43 @@ impl Compiler<'_> {
             mbarrier_count: first,
             smem_bytes,
         })
+    }
+}
+
+impl Compiler<'_> {
+    /// A buffer's TMA swizzle: 0, 32, 64 or 128 bytes, with a tile row no wider than it or a
+    /// whole number of its width (columns of swizzled rows, as a tensor map with an extra box
+    /// dimension loads them).
+    fn swizzle(
+        &self,
+        b: &crate::scenario::Buffer,
+        shape: &[u64],
+        path: &str,
+    ) -> Result<u32, Diagnostic> {
+        let v = self.constant(&b.swizzle, path, "swizzle")?;
+        if ![0, 32, 64, 128].contains(&v) {
+            return Err(self.err(
+                Some(b.swizzle.id),
+                path,
+                format!(
+                    "swizzle is {v} (`{}`); expected 0 (none), 32, 64 or 128 bytes",
+                    b.swizzle.text
+                ),
+            ));
+        }
+        let row = shape.last().copied().unwrap_or(1) * b.dtype.bytes();
+        if v > 0 && row > v as u64 && !row.is_multiple_of(v as u64) {
+            return Err(self.err(
+                Some(b.swizzle.id),
+                path,
+                format!(
+                    "a tile row of buffer `{}` is {row} bytes: with a {v}-byte swizzle it must be \
+                     at most {v} bytes or a multiple of {v} (TMA swizzles rows of at most the \
+                     swizzle's width; wider tiles are columns of them)",
+                    b.name
+                ),
+            ));
+        }
+        Ok(v as u32)
     }
 }

@@ -467,3 +467,49 @@ fn assign_under_a_lane_dependent_if_is_refused() {
         "`Assign` to `s` inside an `If` whose condition depends on `lane`: a variable holds one value for the whole warp"
     );
 }
+
+#[test]
+fn a_swizzle_is_a_tma_mode_that_fits_the_rows_and_aligns_the_buffer() {
+    let with = |sa: &str, sb: &str| {
+        BASE.replace(
+            r#"Buffer(name: "sA", slots: "stages", dtype: BF16, shape: [64, 64]),"#,
+            &format!(r#"Buffer(name: "sA", slots: "stages", dtype: BF16, shape: [64, 64], swizzle: {sa}),"#),
+        )
+        .replace(
+            r#"Buffer(name: "sB", slots: "stages", dtype: BF16, shape: [64, 128]),"#,
+            &format!(r#"Buffer(name: "sB", slots: "stages", dtype: BF16, shape: [64, 128], swizzle: {sb}),"#),
+        )
+    };
+    // 128-byte rows of sA and 256-byte rows of sB (two columns of swizzled rows).
+    let k = try_compile(&with("128", "128"), &[]).unwrap();
+    assert_eq!((k.buffers[0].swizzle, k.buffers[1].swizzle), (128, 128));
+    assert_eq!(k.buffers[1].base, 4 * 64 * 64 * 2);
+    // A buffer after an odd-sized one starts on 8 swizzle rows: 1024 bytes, not 256.
+    let odd = with("128", "0").replace(
+        "smem: [",
+        r#"smem: [Buffer(name: "pad", dtype: BF16, shape: [72]),"#,
+    );
+    let k = try_compile(&odd, &[]).unwrap();
+    assert_eq!(k.buffers[1].base, 1024);
+    let e = try_compile(&with("48", "0"), &[]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "swizzle is 48 (`48`); expected 0 (none), 32, 64 or 128 bytes"
+    );
+    let e = try_compile(&with("0", "\"96\""), &[]).unwrap_err();
+    assert!(e.message.starts_with("swizzle is 96"), "{}", e.message);
+    let e = try_compile(
+        &with("64", "0").replace(
+            "shape: [64, 64], swizzle: 64",
+            "shape: [64, 48], swizzle: 64",
+        ),
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.message,
+        "a tile row of buffer `sA` is 96 bytes: with a 64-byte swizzle it must be at most 64 bytes \
+         or a multiple of 64 (TMA swizzles rows of at most the swizzle's width; wider tiles are \
+         columns of them)"
+    );
+}

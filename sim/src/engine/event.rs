@@ -17,9 +17,9 @@ pub(crate) enum Event {
     HgmmaReleased(u32),
     /// An HGMMA of this warpgroup has its results visible to `wgmma.wait_group`.
     HgmmaComplete(u32),
-    /// A chunk of `tma.chunk_bytes` of a TMA load into this SM is back from L2: stream it into
-    /// shared memory. Booking the SM's fill path at this event, not earlier, keeps that path's
-    /// bookings in time order.
+    /// A chunk of `tma.chunk_bytes` of a TMA load in flight (its index in `Engine::tma_loads`)
+    /// is back from L2: stream it into shared memory. Booking the SM's fill path at this
+    /// event, not earlier, keeps that path's bookings in time order.
     TmaChunk(u32),
     /// The last chunk of a TMA load in flight (its index in `Engine::tma_loads`) is back.
     TmaLastChunk(u32),
@@ -59,7 +59,7 @@ impl Engine<'_> {
             Event::TensorDone(sm) => self.on_tensor_done(sm),
             Event::HgmmaReleased(wg) => self.on_hgmma_released(wg),
             Event::HgmmaComplete(wg) => self.on_hgmma_complete(wg),
-            Event::TmaChunk(sm) => self.on_tma_chunk(sm),
+            Event::TmaChunk(load) => self.on_tma_chunk(load),
             Event::TmaLastChunk(load) => self.on_tma_last_chunk(load),
             Event::TxComplete(load) => self.on_tx_complete(load),
             Event::CtaSlotFree(sm) => self.free_cta_slot(sm),

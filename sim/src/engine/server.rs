@@ -91,22 +91,38 @@ pub struct Link {
     fp_per_byte: u64,
 }
 
+/// A rate in bytes per cycle as [`Link`]'s sub-cycle units per byte.
+pub fn fp_per_byte(bytes_per_cycle: f64) -> u64 {
+    ((FP as f64 / bytes_per_cycle).round() as u64).max(1)
+}
+
+/// [`Link`] sub-cycle units as cycles.
+pub fn fp_to_cycles(units: u64) -> f64 {
+    units as f64 / FP as f64
+}
+
 impl Link {
     pub fn new(bytes_per_cycle: f64) -> Self {
         Link {
             next_free: 0,
             busy: 0,
-            fp_per_byte: ((FP as f64 / bytes_per_cycle).round() as u64).max(1),
+            fp_per_byte: fp_per_byte(bytes_per_cycle),
         }
     }
 
     /// Moves `bytes` starting no earlier than cycle `now`; returns the cycle the last byte is
     /// through (rounded up).
     pub fn book(&mut self, now: u64, bytes: u64) -> u64 {
+        self.book_at(now, bytes, self.fp_per_byte)
+    }
+
+    /// [`Link::book`] for a transfer that moves at its own rate ([`fp_per_byte`]), such as a
+    /// TMA box whose shape sets how fast it fills shared memory.
+    pub fn book_at(&mut self, now: u64, bytes: u64, fp_per_byte: u64) -> u64 {
         // Saturating: a tiny bandwidth (a huge --clock-mhz, an override) makes transfers long,
         // never wraps them around to short ones; the result stays below u64::MAX / FP.
         let start = now.saturating_mul(FP).max(self.next_free);
-        let len = bytes.saturating_mul(self.fp_per_byte);
+        let len = bytes.saturating_mul(fp_per_byte);
         self.next_free = start.saturating_add(len);
         self.busy = self.busy.saturating_add(len);
         self.next_free.div_ceil(FP)

@@ -319,8 +319,17 @@ pub struct Tma {
     #[serde(default)]
     pub wait_after_issue_cycles: u64,
     /// Bytes per cycle of the SM's path from L2 into shared memory that TMA loads take; it
-    /// is neither the shared-memory port nor the SM's port for ordinary loads.
+    /// is neither the shared-memory port nor the SM's port for ordinary loads. Boxes into
+    /// slots without the 128-byte swizzle.
     pub fill_bytes_per_cycle: f64,
+    /// The same for boxes into slots with the 128-byte swizzle. 0 where nothing was measured:
+    /// `fill_bytes_per_cycle`.
+    #[serde(default)]
+    pub fill_swizzled_bytes_per_cycle: f64,
+    /// Box rows (the innermost dimension) the fill path writes a cycle at most, whatever
+    /// their width. 0 where nothing was measured: no such limit.
+    #[serde(default)]
+    pub fill_rows_per_cycle: f64,
     /// Bytes per cycle at which an SM's TMA stores move their data towards L2.
     pub store_bytes_per_cycle: f64,
 }
@@ -655,6 +664,19 @@ impl Preset {
         ] {
             if !(v > 0.0 && v.is_finite()) {
                 return bad(format!("{field} must be a positive number"));
+            }
+        }
+        for (field, v) in [
+            (
+                "tma.fill_swizzled_bytes_per_cycle",
+                self.tma.fill_swizzled_bytes_per_cycle,
+            ),
+            ("tma.fill_rows_per_cycle", self.tma.fill_rows_per_cycle),
+        ] {
+            if !(v >= 0.0 && v.is_finite()) {
+                return bad(format!(
+                    "{field} must be 0 (not measured) or a positive number"
+                ));
             }
         }
         // Counts the engine allocates by (per SM, per CTA, per cache way or channel) and

@@ -134,7 +134,8 @@ pub struct Peak {
     pub smem_bytes_per_cycle: u64,
     /// The SM's port to L2 (`memory.sm_bytes_per_cycle`).
     pub l2_port_bytes_per_cycle: f64,
-    /// The SM's TMA fill path from L2 into shared memory (`tma.fill_bytes_per_cycle`).
+    /// The SM's TMA fill path from L2 into shared memory at its fastest (boxes into slots with
+    /// the 128-byte swizzle: `tma.fill_swizzled_bytes_per_cycle`, else `tma.fill_bytes_per_cycle`).
     pub tma_fill_bytes_per_cycle: f64,
     /// GPU-wide: L2 back to the SMs (`memory.l2.bytes_per_cycle`).
     pub l2_bytes_per_cycle: f64,
@@ -440,7 +441,7 @@ impl Report {
                 tensor_flops_per_cycle: p.tensor.flops_per_cycle,
                 smem_bytes_per_cycle: p.smem.bytes_per_cycle(),
                 l2_port_bytes_per_cycle: p.memory.sm_bytes_per_cycle,
-                tma_fill_bytes_per_cycle: p.tma.fill_bytes_per_cycle,
+                tma_fill_bytes_per_cycle: crate::sm::tma::fill_peak_bytes_per_cycle(&p.tma),
                 l2_bytes_per_cycle: p.memory.l2.bytes_per_cycle,
                 // As `MemSys::new` converts it.
                 dram_bytes_per_cycle: p.memory.hbm.bandwidth_gbs * 1e9 * p.memory.hbm.efficiency

@@ -6,8 +6,8 @@
 //! `cp.async.bulk.tensor` loads and stores are issued here. A load books the SM's TMA issue
 //! unit, waits `tma.extra_latency`, reads its spans from the memory system in chunks of
 //! `tma.chunk_bytes`, and each chunk, back from L2 (`TmaChunk`), passes the SM's fill path into
-//! shared memory (`tma.fill_bytes_per_cycle`); the last chunk's arrival is the box's
-//! complete-tx on the mbarrier (`TxComplete`). Booking the fill path at the chunk's event keeps
+//! shared memory at the box's rate ([`fill_bytes_per_cycle`]); the last chunk's arrival is the
+//! box's complete-tx on the mbarrier (`TxComplete`). Booking the fill path at the chunk's event keeps
 //! its bookings in time order. TMA writes do not take the shared-memory port that wgmma
 //! operand reads and ld/st.shared use: on the H200 they run at full rate beside SS wgmma
 //! saturating that port (calibration/data/h200-smem_port.csv). A store reads the slot through
@@ -18,11 +18,39 @@ use crate::engine::error::Fault;
 use crate::engine::event::Event;
 use crate::engine::hooks::Hook;
 use crate::engine::queue::EventQueue;
+use crate::engine::server::fp_per_byte;
 use crate::engine::Engine;
+use crate::gpu::preset::Tma;
 use crate::observe::warp_state::State;
 use isa::compile::MAX_RANK;
 use isa::expr::Code;
-use isa::program::{BarRef, SlotRef};
+use isa::program::{BarRef, BufferInfo, SlotRef};
+
+/// The fill rule: bytes per cycle at which a TMA box streams into the slots of `buf`. The fill
+/// path's rate, higher into slots with the 128-byte swizzle, and at most
+/// `tma.fill_rows_per_cycle` box rows a cycle (rows of 32 and 64 bytes fill at one a cycle on
+/// the H200, whatever their swizzle: calibration/data/h200-tma.csv, tma_bw_shape). A swizzled
+/// row wider than its swizzle is that many rows of the swizzle's width.
+pub fn fill_bytes_per_cycle(t: &Tma, buf: &BufferInfo) -> f64 {
+    let cap = if buf.swizzle == 128 && t.fill_swizzled_bytes_per_cycle > 0.0 {
+        t.fill_swizzled_bytes_per_cycle
+    } else {
+        t.fill_bytes_per_cycle
+    };
+    let mut row_bytes = buf.shape.last().copied().unwrap_or(1) * buf.dtype.bytes();
+    if buf.swizzle > 0 {
+        row_bytes = row_bytes.min(buf.swizzle as u64);
+    }
+    match t.fill_rows_per_cycle {
+        r if r > 0.0 => cap.min(r * row_bytes as f64),
+        _ => cap,
+    }
+}
+
+/// The fastest any box fills shared memory: the fill path's speed of light.
+pub fn fill_peak_bytes_per_cycle(t: &Tma) -> f64 {
+    t.fill_bytes_per_cycle.max(t.fill_swizzled_bytes_per_cycle)
+}
 
 /// Byte spans `(offset from the tensor's base, bytes)` of a box of extent `boxdims` at element
 /// `coords` in a row-major tensor of extent `shape` with `elem`-byte elements, outermost first;
@@ -113,6 +141,8 @@ pub(crate) struct TmaLoad {
     cta: u32,
     bar: u32,
     last_chunk: u64,
+    /// The box's rate into shared memory ([`fill_bytes_per_cycle`]) in the fill path's units.
+    fill_fp_per_byte: u64,
     bytes: u64,
     slot: u32,
     warp: u32,
@@ -143,6 +173,12 @@ impl TmaLoads {
 
     fn get(&self, i: u32) -> TmaLoad {
         self.loads[i as usize].expect("a load's events refer to it until it lands")
+    }
+
+    fn get_mut(&mut self, i: u32) -> &mut TmaLoad {
+        self.loads[i as usize]
+            .as_mut()
+            .expect("a load's events refer to it until it lands")
     }
 
     fn remove(&mut self, i: u32) -> TmaLoad {
@@ -206,16 +242,18 @@ impl Engine<'_> {
         self.hold_tma_issuer(w, issued);
         let at = start + self.p.tma.extra_latency;
         self.ctas[cta as usize].tma_in_flight += 1;
-        let mut load = TmaLoad {
+        let buf = &self.k.buffers[op.slot.buf as usize];
+        let i = self.tma_loads.insert(TmaLoad {
             sm,
             cta,
             bar: b,
             last_chunk: 0,
+            fill_fp_per_byte: fp_per_byte(fill_bytes_per_cycle(&self.p.tma, buf)),
             bytes: op.bytes,
             slot,
             warp: w,
             pc: self.warps[w as usize].pc,
-        };
+        });
         // Group the box's spans into chunks that stream back independently. Each chunk is
         // queued once the next one is complete: the last chunk completes the box, so it is
         // queued at the latest chunk's time.
@@ -224,7 +262,7 @@ impl Engine<'_> {
         let mut last = at;
         let mut close = |q: &mut EventQueue<Event>, ready: u64, bytes: u64| {
             if let Some((t, _)) = held.replace((ready, bytes)) {
-                q.push(t, Event::TmaChunk(sm));
+                q.push(t, Event::TmaChunk(i));
             }
             last = last.max(ready);
         };
@@ -247,15 +285,11 @@ impl Engine<'_> {
         }
         match held {
             Some((_, bytes)) => {
-                load.last_chunk = bytes;
-                let i = self.tma_loads.insert(load);
+                self.tma_loads.get_mut(i).last_chunk = bytes;
                 self.q.push(last, Event::TmaLastChunk(i));
             }
             // Entirely outside the tensor: zero fill, no traffic.
-            None => {
-                let i = self.tma_loads.insert(load);
-                self.q.push(at, Event::TxComplete(i));
-            }
+            None => self.q.push(at, Event::TxComplete(i)),
         }
         self.book_horizon(last);
         // Cycles with at least one load in flight (loads are issued in time order).
@@ -304,22 +338,26 @@ impl Engine<'_> {
         Ok(())
     }
 
-    /// A chunk is back from L2: it streams into shared memory through the SM's fill path.
-    pub(crate) fn on_tma_chunk(&mut self, sm: u32) {
-        let end = self.sms[sm as usize]
-            .tma_fill
-            .book(self.now, self.p.tma.chunk_bytes);
+    /// A chunk of load `i` is back from L2: it streams into shared memory through the SM's
+    /// fill path.
+    pub(crate) fn on_tma_chunk(&mut self, i: u32) {
+        let end = self.fill(i, self.p.tma.chunk_bytes);
         self.book_horizon(end);
     }
 
     /// A load's last chunk is back from L2: once it is through the fill path, the box is in.
     pub(crate) fn on_tma_last_chunk(&mut self, i: u32) {
-        let load = self.tma_loads.get(i);
-        let end = self.sms[load.sm as usize]
-            .tma_fill
-            .book(self.now, load.last_chunk);
+        let end = self.fill(i, self.tma_loads.get(i).last_chunk);
         self.book_horizon(end);
         self.q.push(end, Event::TxComplete(i));
+    }
+
+    /// Books `bytes` of load `i` on its SM's fill path at the box's rate; returns when they are in.
+    fn fill(&mut self, i: u32, bytes: u64) -> u64 {
+        let load = self.tma_loads.get(i);
+        self.sms[load.sm as usize]
+            .tma_fill
+            .book_at(self.now, bytes, load.fill_fp_per_byte)
     }
 
     /// The whole box is in shared memory: its slot is filled and its bytes complete-tx on the
@@ -352,6 +390,48 @@ impl Engine<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gpu::preset::Preset;
+    use isa::scenario::DType;
+
+    #[test]
+    fn the_fill_rule_follows_the_swizzle_and_the_row_width() {
+        let t = Preset::builtin("h200-sxm").unwrap().tma;
+        let buf = |cols: u64, swizzle: u32| BufferInfo {
+            name: "s".into(),
+            slots: 1,
+            dtype: DType::BF16,
+            shape: vec![128, cols],
+            slot_bytes: 256 * cols,
+            base: 0,
+            swizzle,
+        };
+        // (bf16 a row, swizzle) -> B/cycle: the H200's tma_bw_shape rows.
+        for (cols, swizzle, rate) in [
+            (64, 0, 95.0),
+            (64, 128, 108.0),
+            (32, 0, 64.0),
+            (32, 64, 64.0),
+            (16, 32, 32.0),
+            // Two columns of swizzled 128-byte rows; unswizzled 256-byte rows.
+            (128, 128, 108.0),
+            (128, 0, 95.0),
+        ] {
+            assert_eq!(
+                fill_bytes_per_cycle(&t, &buf(cols, swizzle)),
+                rate,
+                "{cols} {swizzle}"
+            );
+        }
+        assert_eq!(fill_peak_bytes_per_cycle(&t), 108.0);
+        // Unmeasured parts default to the plain rate and no row limit.
+        let plain = Tma {
+            fill_swizzled_bytes_per_cycle: 0.0,
+            fill_rows_per_cycle: 0.0,
+            ..t
+        };
+        assert_eq!(fill_bytes_per_cycle(&plain, &buf(16, 32)), 95.0);
+        assert_eq!(fill_bytes_per_cycle(&plain, &buf(64, 128)), 95.0);
+    }
 
     #[test]
     fn a_2d_box_is_one_span_per_row() {

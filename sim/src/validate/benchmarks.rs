@@ -19,6 +19,12 @@ const TMA_BOX_EXTRA: i64 = 7;
 /// tma tma_issue).
 const TMA_CU_EXTRA: i64 = 15;
 
+/// Cycles of stall counts in a trip of tma.cu's stream loop that none of the twin's ops (wait,
+/// arrive.expect_tx, TmaLoad) stand for: the loop's test, increment and branch and the slot's
+/// address, 46 of the trip's 135 (calibration/sass.py tma tma_streamILi4ELi16384E), counted as
+/// mbar_cost.ron's streams count theirs.
+const TMA_STREAM_EXTRA: i64 = 46;
+
 fn sets(pairs: &[(&str, i64)]) -> Vec<(String, i64)> {
     pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
 }
@@ -593,9 +599,10 @@ pub(super) fn specs() -> Vec<Spec> {
         }
     }
     // One thread's TMA boxes from L2 (calibration/tma_box.cu): a box alone and a pair on two
-    // mbarriers (the second's wait), contiguous rows (c) or a GEMM operand's swizzled k-tile box
-    // (s), which the model does not tell apart; and a burst's cost per box (the slope over the
-    // boxes of one burst on one mbarrier).
+    // mbarriers (the second's wait), contiguous rows (c) or a GEMM operand's k-tile box with
+    // the 128-byte swizzle (s), which the model tells apart only by its fill rate; and a
+    // burst's cost per box (the slope over the boxes of one burst on one mbarrier).
+    let swz = |kind: &str| if kind == "s" { 128 } else { 0 };
     for kind in ["c", "s"] {
         for rows in [1i64, 32, 64, 128, 256] {
             for (boxes, case) in [(1, "none_first"), (2, "second")] {
@@ -613,7 +620,12 @@ pub(super) fn specs() -> Vec<Spec> {
                     "tma_box",
                     v("tma_pair", &param),
                     "tma",
-                    sets(&[("test", 0), ("rows", rows), ("boxes", boxes)]),
+                    sets(&[
+                        ("test", 0),
+                        ("rows", rows),
+                        ("boxes", boxes),
+                        ("swz", swz(kind)),
+                    ]),
                     Metric::per_iteration(16, 0.0),
                 );
             }
@@ -638,6 +650,7 @@ pub(super) fn specs() -> Vec<Spec> {
                     ("warm", 1),
                     ("region", 65536),
                     ("extra", TMA_BOX_EXTRA),
+                    ("swz", swz(kind)),
                 ]),
                 Metric::Slope {
                     key: "n",
@@ -664,7 +677,11 @@ pub(super) fn specs() -> Vec<Spec> {
                 "tma_unit",
                 Measured::Slope("tma_burstw", param(lo), param(hi), per),
                 "tma",
-                warps_burst(3, rows, warps, TMA_BOX_EXTRA),
+                [
+                    warps_burst(3, rows, warps, TMA_BOX_EXTRA),
+                    sets(&[("swz", swz(kind))]),
+                ]
+                .concat(),
                 n_slope(lo, hi, per),
             );
         }
@@ -713,47 +730,73 @@ pub(super) fn specs() -> Vec<Spec> {
         hi: 2 * loads,
         amount: (loads * 16384) as f64,
     };
+    // tma.cu's streams of 16 KiB boxes. One thread with 4 or more boxes in flight from L2 (8
+    // from DRAM) issues as fast as its loop goes (tma_thread_loop); with fewer, a box's latency
+    // binds: from L2 (tma_throughput) and from DRAM (dram_box).
+    let stream = |stages: i64, region: i64| {
+        sets(&[
+            ("test", 2),
+            ("rows", 128),
+            ("stages", stages),
+            ("region", region),
+            ("extra", TMA_STREAM_EXTRA),
+        ])
+    };
     for stages in [1i64, 2, 4, 8] {
         add(
-            "tma_throughput",
+            if stages <= 2 {
+                "tma_throughput"
+            } else {
+                "tma_thread_loop"
+            },
             format!("tma_bw_l2 {stages} stages"),
             "B/cycle/SM",
             "tma",
             v("tma_bw_l2", &stages.to_string()),
             "tma",
-            sets(&[("test", 2), ("rows", 128), ("stages", stages)]),
+            stream(stages, 32768),
             box16k(256),
         );
         add(
-            "tma_throughput",
+            if stages <= 4 {
+                "dram_box"
+            } else {
+                "tma_thread_loop"
+            },
             format!("tma_bw_hbm {stages} stages"),
             "B/cycle/SM",
             "tma",
             v("tma_bw_hbm", &stages.to_string()),
             "tma",
-            sets(&[
-                ("test", 2),
-                ("rows", 128),
-                ("stages", stages),
-                ("region", 8388608),
-            ]),
+            stream(stages, 8388608),
             box16k(256),
         );
     }
-    for streams in [2i64, 4] {
+    // Several warps, 8 slots in all (43: 4 warps of 3 stages), from L2 (one region) and from
+    // DRAM (a region each): the SM's fill path binds.
+    for (streams, stages, hbm) in [
+        (2i64, 4i64, false),
+        (4, 2, false),
+        (2, 4, true),
+        (4, 2, true),
+        (8, 1, true),
+        (4, 3, true),
+    ] {
+        let (name, param) = match (hbm, stages * streams) {
+            (false, _) => ("tma_bw_streams", streams.to_string()),
+            (true, 12) => ("tma_bw_hbm_streams", "43".to_string()),
+            (true, _) => ("tma_bw_hbm_streams", streams.to_string()),
+        };
+        let mut params = stream(stages, if hbm { 131072 } else { 32768 });
+        params.extend(sets(&[("streams", streams), ("own", hbm as i64)]));
         add(
             "tma_throughput",
-            format!("tma_bw_streams {streams} warps"),
+            format!("{name} {param} ({streams} warps x {stages} stages)"),
             "B/cycle/SM",
             "tma",
-            v("tma_bw_streams", &streams.to_string()),
+            v(name, &param),
             "tma",
-            sets(&[
-                ("test", 2),
-                ("rows", 128),
-                ("stages", 8 / streams),
-                ("streams", streams),
-            ]),
+            params,
             Metric::SlopeRate {
                 key: "loads",
                 lo: 256,
@@ -762,10 +805,55 @@ pub(super) fn specs() -> Vec<Spec> {
             },
         );
     }
+    // The fill rule: 4 warps x 2 stages of boxes of 128 rows of 128 B, without swizzle and
+    // with the 128-byte one, and of 256 rows of 64 and 32 B, without and with theirs.
+    for (width, sw) in [
+        (128i64, 0i64),
+        (128, 128),
+        (64, 0),
+        (64, 64),
+        (32, 0),
+        (32, 32),
+    ] {
+        let rows = if width == 128 { 128 } else { 256 };
+        let param = match width {
+            128 => format!("p128_sw{sw}_pr0"),
+            _ => format!("w{width}_sw{sw}"),
+        };
+        add(
+            "tma_throughput",
+            format!("tma_bw_shape {width} B rows, swizzle {sw}"),
+            "B/cycle/SM",
+            "tma",
+            v("tma_bw_shape", &param),
+            "tma",
+            sets(&[
+                ("test", 2),
+                ("rows", rows),
+                ("cols", width / 2),
+                ("bcols", width / 2),
+                ("swz", sw),
+                ("streams", 4),
+                ("stages", 2),
+                ("region", if width == 128 { 32768 } else { 65536 }),
+                ("extra", TMA_STREAM_EXTRA),
+            ]),
+            Metric::SlopeRate {
+                key: "loads",
+                lo: 256,
+                hi: 512,
+                amount: (4 * 256 * rows * width) as f64,
+            },
+        );
+    }
     for rows in [16i64, 64, 256] {
         let stages = (1024 / rows).min(8);
         add(
-            "tma_throughput",
+            if rows == 256 {
+                "tma_throughput"
+            } else {
+                "tma_thread_loop"
+            },
             format!("tma_bw_rows {rows} rows"),
             "B/cycle/SM",
             "tma",
@@ -778,6 +866,7 @@ pub(super) fn specs() -> Vec<Spec> {
                 ("rows", rows),
                 ("stages", stages),
                 ("region", 256 * rows),
+                ("extra", TMA_STREAM_EXTRA),
             ]),
             Metric::SlopeRate {
                 key: "loads",
@@ -788,7 +877,7 @@ pub(super) fn specs() -> Vec<Spec> {
         );
     }
     add(
-        "tma_throughput",
+        "tma_thread_loop",
         "tma_bw_wide (256 B rows)".into(),
         "B/cycle/SM",
         "tma",
@@ -800,6 +889,7 @@ pub(super) fn specs() -> Vec<Spec> {
             ("wide", 1),
             ("stages", 8),
             ("region", 16384),
+            ("extra", TMA_STREAM_EXTRA),
         ]),
         box16k(256),
     );

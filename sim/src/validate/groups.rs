@@ -211,10 +211,12 @@ pub(super) const GROUPS: &[Group] = &[
                of which the SASS's stall counts are 51 (the twin's 44 of tma.thread_cycles and \
                7 of address math) and the rest the branch after each UTMALDG waiting for the \
                unit to read its operands, 2 cycles after it where tma_onebar's waits 25; 16 KiB \
-               boxes every 152 (model 158); but 8 KiB boxes of contiguous rows every 91 where \
-               the strided GEMM-operand boxes take 60, and 32 KiB contiguous boxes every 428 \
-               (77 B/cycle) where the strided ones take 336 and the model 315: how a box's \
-               addresses spread over the L2 slices is not modeled",
+               boxes every 152 contiguous or swizzled (the model 172 and 152: its fill rule, \
+               95 and 108 B/cycle, from streams of 1024 boxes); but 8 KiB boxes of contiguous \
+               rows every 91 where the swizzled GEMM-operand boxes take 60 (above the fill \
+               rule's rate over a burst of 8), and 32 KiB contiguous boxes every 428 (77 \
+               B/cycle) where the swizzled ones take 336 and the model 345 and 304: what sets \
+               a short burst's rate apart from a stream's is not known",
     },
     Group {
         name: "tma_unit",
@@ -222,13 +224,14 @@ pub(super) const GROUPS: &[Group] = &[
         note: "the SM's TMA unit (calibration/tma_box.cu unit): lane 0 of 16 or 32 warps \
                each issuing a burst on its own mbarrier, the SM's cycles a box. 1-row boxes \
                come every 5.5 cycles from 32 warps (5.2 in an earlier run; tma.issue_cycles \
-               5), 2 KiB boxes every 22 (89-94 B/cycle, the model's fill path 104); with 1, 2, \
+               5), 2 KiB boxes every 22 (89-94 B/cycle; the fill rule: 95 without swizzle, 108 \
+               with, where the chip's swizzled 2 KiB boxes take 22 as well); with 1, 2, \
                4 and 8 warps every 60, 31, 15 and 7.4 cycles, each thread's own sequence \
                (tma_burst), and the 8-warp rows of 2 KiB boxes moved 20-26% between two runs \
                (2 boxes a warp more), so they are left out. The unit takes boxes in the order \
                warps issue them: with the warps of one partition served last whenever the \
                unit was free (a retry in partition order), 16 warps got 6.7 cycles a box. Not \
-               modeled: the fill path's lower rate for 2 KiB boxes than for 16 KiB (a cost a \
+               modeled: swizzled 2 KiB boxes fill no faster than unswizzled ones (a cost a \
                box?)",
     },
     Group {
@@ -251,7 +254,9 @@ pub(super) const GROUPS: &[Group] = &[
                contiguous rows, then 1166 at 8 KiB and 1403 at 16 KiB (1461 at 32 KiB); boxes of \
                rows 8 KiB apart jump from 884 to 1244 cycles between 8 and 16 rows \
                (h200-dram_map.csv). The model (a box waits for its slowest line, the far \
-               partition's misses 186 cycles longer) grows it from 760 to 1029: how DRAM pages and \
+               partition's misses 186 cycles longer) grows it from 760 to 1044. One thread's \
+               stream of 16 KiB boxes from DRAM with 1, 2 and 4 in flight (tma.cu tma_bw_hbm) \
+               gets 14.1, 26.4 and 49.1 B/cycle, the model 12 to 28% more. How DRAM pages and \
                channels hold a box is not yet known",
     },
     Group {
@@ -323,8 +328,8 @@ pub(super) const GROUPS: &[Group] = &[
         note: "gemm_ws.cu's ring without wgmma (the consumers release each stage as it lands; \
                one thread loads A and B, 16 KiB each at BN 128, 16 and 32 KiB at BN 256): a \
                round trip of 793 (BN 128) and 947 (BN 256) cycles with one stage, and from 3 \
-               stages a stream of 108 B/cycle (303 and 455 cycles a stage) where the model's \
-               fill path gives 104",
+               stages a stream of 108 B/cycle (303 and 455 cycles a stage), the fill rule's \
+               rate into the 128-byte-swizzled slots",
     },
     Group {
         name: "mbarrier_poll",
@@ -335,21 +340,30 @@ pub(super) const GROUPS: &[Group] = &[
     },
     Group {
         name: "tma_throughput",
+        bound: Bound::Relative(0.10),
+        note: "one SM's TMA loads where the SM or a box's latency from L2 binds (tma.cu, loops \
+               free of run-time divisions): 1-row boxes from one thread; one thread's 16 KiB \
+               boxes with 1 or 2 in flight; 2 and 4 warps from L2, 2 to 8 from DRAM and one \
+               thread's 32 KiB boxes at the fill path's 95 B/cycle (tma.fill_bytes_per_cycle)",
+    },
+    Group {
+        name: "tma_thread_loop",
         bound: Bound::None,
-        note: "not modeled: tma.cu's streams (28 B/cycle a thread) divide by the run-time stage \
-               count in their loop, and memsys.cu's tma_stream (51 B/cycle with one 16 KiB box \
-               a stage, 85 with two, from 2 to 12 stages alike) branches on run-time parameters \
-               in it: the same stream without those branches takes 225 cycles a stage, 73 \
-               B/cycle (mbar_cost.cu stream_same4, group tma_issue). Their twins run none of \
-               that code, so the rows measure the programs' loops more than the TMA",
+        note: "not modeled: one thread streaming boxes with 4 or more in flight (tma.cu) issues one \
+               every 263 cycles on the H200 whatever the box (2 to 16 KiB, 128- or 256-byte \
+               rows, L2 or DRAM), 223 in the model. Its loop has 135 cycles of stall counts \
+               (calibration/sass.py tma tma_streamILi4ELi16384E), 22 fewer than mbar_cost.cu's \
+               stream_same4 (225 on the chip, 229 in the model, group tma_issue), but its \
+               try_wait sits inside BSSY/BSYNC behind a YIELD where that one's branch is \
+               uniform: the cost of that structure (see divergence) is not modeled. (The same \
+               loop with a constant-bank load in its arrive's chain: 271)",
     },
     Group {
         name: "tma_beside_wgmma",
-        bound: Bound::None,
-        note: "not modeled: 4 issuers x 4 stages of 32 KiB boxes stream ~93 B/cycle on the H200, \
-               beside SS wgmma as alone (tma_alone b256_p1x4: 92); the model's stream reaches \
-               its fill path's 104 B/cycle (fitted to 4 warps x 8 stages of 16 KiB). In both \
-               the wgmmas leave the stream's rate alone",
+        bound: Bound::Relative(0.10),
+        note: "B/cycle of a TMA stream (4 issuers x 4 stages of 32 KiB boxes) while one or two \
+               warpgroups issue back-to-back SS wgmma (N = 32 to 256): the wgmmas leave it at \
+               the fill path's rate, 92-95 B/cycle on the H200 as alone (tma_alone b256_p1x4)",
     },
     Group {
         name: "wgmma_issue",
@@ -462,11 +476,11 @@ pub(super) const GROUPS: &[Group] = &[
                SM-cycle at each config's NVML clock; the twin's mainloop follows the kernels' \
                SASS (h200-triton_sass.txt: 8 warps wait for each k16 HGMMA, 3 or 4 CTA barriers \
                a k-tile). Over the 40 configs both ran the model is fast by 24% on average \
-               (-21% to +59%), Spearman 0.81; the chip's best is 64x256x64 4w 4s (2,782; the \
-               model's 9th), the model's 128x128x64 4w 5s (3,240; chip 2,562). 8 warps keep \
+               (-21% to +60%), Spearman 0.80; the chip's best is 64x256x64 4w 4s (2,782; the \
+               model's 11th), the model's 128x128x64 4w 5s (3,249; chip 2,562). 8 warps keep \
                0.79x of 4 warps' rate in the model, 0.82x on the chip (medians). 2 stages are \
                32% fast, and the 15 configs the chip ran at 1,905 to 1,980 MHz (a mostly idle \
-               tensor pipe) 36%, the rest 16%: the latency of loads under load (inflight, \
+               tensor pipe) 37%, the rest 17%: the latency of loads under load (inflight, \
                loaded_latency) and the HGMMA window shared by an SM's warpgroups (wgmma_arb), \
                neither in the model, are the candidates",
     },

@@ -15,6 +15,9 @@ pub struct Demand {
     pub port_bytes: u64,
     /// Bytes TMA loads move from L2 into shared memory (the SM's fill path).
     pub fill_bytes: u64,
+    /// The fill path's time for them, each box at its rate (`sm::tma::fill_bytes_per_cycle`),
+    /// in the fill path's sub-cycle units (`engine::server::fp_to_cycles`).
+    pub fill_time: u64,
     /// Bytes the SM's requests move through L2.
     pub l2_bytes: u64,
     /// Per partition: cycles of the ALU, FMA, MUFU and mma.sync pipes (`sm::pipes::pipe_index`).
@@ -39,6 +42,7 @@ impl Demand {
         self.l1 += o.l1;
         self.port_bytes += o.port_bytes;
         self.fill_bytes += o.fill_bytes;
+        self.fill_time += o.fill_time;
         self.l2_bytes += o.l2_bytes;
         for (a, b) in self.pipes.iter_mut().zip(&o.pipes) {
             for (x, y) in a.iter_mut().zip(b) {

@@ -6,6 +6,7 @@ use super::demand::Demand;
 use super::error::WalkError;
 use super::lines::Touch;
 use super::walk::{Walk, WarpWalk};
+use crate::engine::server::fp_per_byte;
 use crate::sm::local::spilled_share;
 use crate::sm::pipes::pipe_index;
 use crate::sm::pipes::MAX_MACRO_COUNT;
@@ -79,7 +80,10 @@ impl Walk<'_> {
                 ..
             } => {
                 // The box streams into shared memory by the fill path, not the port.
-                d.fill_bytes += self.tma_box(w, d, *tensor, coords, dst, false)?;
+                let bytes = self.tma_box(w, d, *tensor, coords, dst, false)?;
+                let buf = &self.k.buffers[dst.buf as usize];
+                d.fill_bytes += bytes;
+                d.fill_time += bytes * fp_per_byte(tma::fill_bytes_per_cycle(&self.p.tma, buf));
                 Ok(1)
             }
             Inst::TmaStore {

@@ -34,6 +34,7 @@ mod walk;
 pub use demand::Demand;
 pub use error::{BoundError, WalkError};
 
+use crate::engine::server::fp_to_cycles;
 use crate::gpu::cta_scheduler::occupancy;
 use crate::gpu::preset::Preset;
 use crate::sm::pipes::pipe_index;
@@ -135,7 +136,7 @@ pub fn bound_within(
         pipe(pipe_index(Pipe::Alu)),
         pipe(pipe_index(Pipe::Shfl)),
         busiest(&|d: &Demand| d.tma as f64),
-        busiest(&|d: &Demand| d.fill_bytes as f64 / p.tma.fill_bytes_per_cycle),
+        busiest(&|d: &Demand| fp_to_cycles(d.fill_time)),
         busiest(&|d: &Demand| d.l1 as f64),
         busiest(&|d: &Demand| d.port_bytes as f64 / m.sm_bytes_per_cycle),
         total.l2_bytes as f64 / m.l2.bytes_per_cycle,
