@@ -42,7 +42,7 @@ impl Demand {
         self.l1 += o.l1;
         self.port_bytes += o.port_bytes;
         self.fill_bytes += o.fill_bytes;
-        self.fill_time += o.fill_time;
+        self.fill_time = self.fill_time.saturating_add(o.fill_time);
         self.l2_bytes += o.l2_bytes;
         for (a, b) in self.pipes.iter_mut().zip(&o.pipes) {
             for (x, y) in a.iter_mut().zip(b) {

@@ -83,7 +83,10 @@ impl Walk<'_> {
                 let bytes = self.tma_box(w, d, *tensor, coords, dst, false)?;
                 let buf = &self.k.buffers[dst.buf as usize];
                 d.fill_bytes += bytes;
-                d.fill_time += bytes * fp_per_byte(tma::fill_bytes_per_cycle(&self.p.tma, buf));
+                // Saturating: a box of up to 2^48 bytes at sub-cycle resolution may not fit.
+                let time =
+                    bytes.saturating_mul(fp_per_byte(tma::fill_bytes_per_cycle(&self.p.tma, buf)));
+                d.fill_time = d.fill_time.saturating_add(time);
                 Ok(1)
             }
             Inst::TmaStore {
