@@ -6,7 +6,7 @@ use super::shapes::MAX_BYTES;
 use super::Compiler;
 use crate::diag::Diagnostic;
 use crate::program;
-use crate::scenario::Kernel;
+use crate::scenario::{Buffer, Kernel};
 
 /// Where the declarations put the CTA's mbarriers and how much shared memory they all take.
 pub(super) struct Layout {
@@ -97,18 +97,11 @@ impl Compiler<'_> {
             smem_bytes,
         })
     }
-}
 
-impl Compiler<'_> {
     /// A buffer's TMA swizzle: 0, 32, 64 or 128 bytes, with a tile row no wider than it or a
     /// whole number of its width (columns of swizzled rows, as a tensor map with an extra box
     /// dimension loads them).
-    fn swizzle(
-        &self,
-        b: &crate::scenario::Buffer,
-        shape: &[u64],
-        path: &str,
-    ) -> Result<u32, Diagnostic> {
+    fn swizzle(&self, b: &Buffer, shape: &[u64], path: &str) -> Result<u32, Diagnostic> {
         let v = self.constant(&b.swizzle, path, "swizzle")?;
         if ![0, 32, 64, 128].contains(&v) {
             return Err(self.err(

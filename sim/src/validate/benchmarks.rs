@@ -732,11 +732,12 @@ pub(super) fn specs() -> Vec<Spec> {
     };
     // tma.cu's streams of 16 KiB boxes. One thread with 4 or more boxes in flight from L2 (8
     // from DRAM) issues as fast as its loop goes (tma_thread_loop); with fewer, a box's latency
-    // binds: from L2 (tma_throughput) and from DRAM (dram_box).
-    let stream = |stages: i64, region: i64| {
+    // binds: from L2 (tma_throughput) and from DRAM (dram_box). `stream`: the twin's stream of
+    // boxes of `rows` rows through `stages` slots over `region` rows, with tma.cu's loop.
+    let stream = |rows: i64, stages: i64, region: i64| {
         sets(&[
             ("test", 2),
-            ("rows", 128),
+            ("rows", rows),
             ("stages", stages),
             ("region", region),
             ("extra", TMA_STREAM_EXTRA),
@@ -754,7 +755,7 @@ pub(super) fn specs() -> Vec<Spec> {
             "tma",
             v("tma_bw_l2", &stages.to_string()),
             "tma",
-            stream(stages, 32768),
+            stream(128, stages, 32768),
             box16k(256),
         );
         add(
@@ -768,7 +769,7 @@ pub(super) fn specs() -> Vec<Spec> {
             "tma",
             v("tma_bw_hbm", &stages.to_string()),
             "tma",
-            stream(stages, 8388608),
+            stream(128, stages, 8388608),
             box16k(256),
         );
     }
@@ -787,7 +788,7 @@ pub(super) fn specs() -> Vec<Spec> {
             (true, 12) => ("tma_bw_hbm_streams", "43".to_string()),
             (true, _) => ("tma_bw_hbm_streams", streams.to_string()),
         };
-        let mut params = stream(stages, if hbm { 131072 } else { 32768 });
+        let mut params = stream(128, stages, if hbm { 131072 } else { 32768 });
         params.extend(sets(&[("streams", streams), ("own", hbm as i64)]));
         add(
             "tma_throughput",
@@ -827,17 +828,16 @@ pub(super) fn specs() -> Vec<Spec> {
             "tma",
             v("tma_bw_shape", &param),
             "tma",
-            sets(&[
-                ("test", 2),
-                ("rows", rows),
-                ("cols", width / 2),
-                ("bcols", width / 2),
-                ("swz", sw),
-                ("streams", 4),
-                ("stages", 2),
-                ("region", if width == 128 { 32768 } else { 65536 }),
-                ("extra", TMA_STREAM_EXTRA),
-            ]),
+            [
+                stream(rows, 2, if width == 128 { 32768 } else { 65536 }),
+                sets(&[
+                    ("cols", width / 2),
+                    ("bcols", width / 2),
+                    ("swz", sw),
+                    ("streams", 4),
+                ]),
+            ]
+            .concat(),
             Metric::SlopeRate {
                 key: "loads",
                 lo: 256,
@@ -861,13 +861,7 @@ pub(super) fn specs() -> Vec<Spec> {
             "tma",
             // A region the first 256 boxes cover once: the slope's boxes hit in L2, as the
             // CUDA kernel's after its warm-up launch.
-            sets(&[
-                ("test", 2),
-                ("rows", rows),
-                ("stages", stages),
-                ("region", 256 * rows),
-                ("extra", TMA_STREAM_EXTRA),
-            ]),
+            stream(rows, stages, 256 * rows),
             Metric::SlopeRate {
                 key: "loads",
                 lo: 256,
@@ -883,14 +877,7 @@ pub(super) fn specs() -> Vec<Spec> {
         "tma",
         v("tma_bw_wide", "256"),
         "tma",
-        sets(&[
-            ("test", 2),
-            ("rows", 64),
-            ("wide", 1),
-            ("stages", 8),
-            ("region", 16384),
-            ("extra", TMA_STREAM_EXTRA),
-        ]),
+        [stream(64, 8, 16384), sets(&[("cols", 128), ("bcols", 128)])].concat(),
         box16k(256),
     );
     add(
