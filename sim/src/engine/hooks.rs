@@ -275,6 +275,7 @@ impl Engine<'_> {
                 (sm.tma_busy - tma_ahead) as f64,
                 self.mem.port_busy_by(i as u32, at),
                 sm.tma_fill.busy_by(at),
+                sm.tma_store.busy_by(at),
             ];
             let before = self.sample_prev[i];
             let now = std::array::from_fn(|u| now[u].max(before[u]));

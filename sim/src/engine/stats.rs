@@ -24,6 +24,8 @@ pub struct UnitBusy {
     pub tma: u64,
     /// Cycles the SMs' TMA fill paths were moving data into shared memory.
     pub tma_fill: u64,
+    /// Cycles the SMs' TMA store paths were moving store data towards L2.
+    pub tma_store: u64,
     /// Cycles the SMs' L1 tag stages were taken by warp accesses (`sm::lsu`).
     pub l1: u64,
     /// Cycles the SMs' ports to L2 were transferring.
@@ -212,6 +214,7 @@ impl Engine<'_> {
             shfl: pipe_busy(4),
             tma: self.sms.iter().map(|sm| sm.tma_busy).sum(),
             tma_fill: self.sms.iter().map(|sm| sm.tma_fill.busy()).sum(),
+            tma_store: self.sms.iter().map(|sm| sm.tma_store.busy()).sum(),
             l1: self.sms.iter().map(|sm| sm.l1.busy()).sum(),
             l2_port: mem.port_busy_total,
             issue: self.parts.iter().map(|pt| pt.issued).sum(),

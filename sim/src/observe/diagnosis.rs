@@ -34,7 +34,7 @@ pub struct Sol {
 }
 
 /// (key, label, GPU-wide, throughput), in the order ties break in (the generic bound's).
-const SOL_UNITS: [(&str, &str, bool, bool); 13] = [
+const SOL_UNITS: [(&str, &str, bool, bool); 14] = [
     ("tensor", "tensor pipe", false, true),
     ("smem", "shared-memory port", false, true),
     ("issue", "issue slots", false, true),
@@ -44,6 +44,7 @@ const SOL_UNITS: [(&str, &str, bool, bool); 13] = [
     ("shfl", "shuffle pipe", false, true),
     ("tma", "TMA loads in flight", false, false),
     ("tma_fill", "TMA fill path", false, true),
+    ("tma_store", "TMA store path", false, true),
     ("l1", "L1 tag stage", false, true),
     ("l2_port", "L2 port", false, true),
     ("l2", "L2 (GPU-wide)", true, true),

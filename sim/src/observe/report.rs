@@ -137,6 +137,8 @@ pub struct Peak {
     /// The SM's TMA fill path from L2 into shared memory at its fastest (boxes into slots with
     /// the 128-byte swizzle: `tma.fill_swizzled_bytes_per_cycle`, else `tma.fill_bytes_per_cycle`).
     pub tma_fill_bytes_per_cycle: f64,
+    /// The SM's TMA store path towards L2 (`tma.store_bytes_per_cycle`).
+    pub tma_store_bytes_per_cycle: f64,
     /// GPU-wide: L2 back to the SMs (`memory.l2.bytes_per_cycle`).
     pub l2_bytes_per_cycle: f64,
     /// GPU-wide: sustained HBM bandwidth at `reference_clock_mhz`, as the simulation used it.
@@ -294,6 +296,7 @@ impl Report {
             ("smem", frac(u.smem, 1)),
             ("tma", frac(u.tma, 1)),
             ("tma_fill", frac(u.tma_fill, 1)),
+            ("tma_store", frac(u.tma_store, 1)),
             ("l1", frac(u.l1, 1)),
             ("l2_port", frac(u.l2_port, 1)),
             ("fma", frac(u.fma, parts)),
@@ -442,6 +445,7 @@ impl Report {
                 smem_bytes_per_cycle: p.smem.bytes_per_cycle(),
                 l2_port_bytes_per_cycle: p.memory.sm_bytes_per_cycle,
                 tma_fill_bytes_per_cycle: crate::sm::tma::fill_peak_bytes_per_cycle(&p.tma),
+                tma_store_bytes_per_cycle: p.tma.store_bytes_per_cycle,
                 l2_bytes_per_cycle: p.memory.l2.bytes_per_cycle,
                 // As `MemSys::new` converts it.
                 dram_bytes_per_cycle: p.memory.hbm.bandwidth_gbs * 1e9 * p.memory.hbm.efficiency
@@ -642,7 +646,17 @@ impl Report {
         };
         let _ = write!(o, "units busy  ");
         for name in [
-            "tensor", "smem", "tma", "tma_fill", "l1", "l2_port", "mufu", "fma", "alu", "shfl",
+            "tensor",
+            "smem",
+            "tma",
+            "tma_fill",
+            "tma_store",
+            "l1",
+            "l2_port",
+            "mufu",
+            "fma",
+            "alu",
+            "shfl",
             "issue",
         ] {
             let _ = write!(o, " {name} {:.1}%", 100.0 * self.units[name].busy);

@@ -64,7 +64,15 @@ pub const GPU_PID: u32 = 100_000;
 pub const EVENT_TID_BASE: u32 = 1 << 30;
 
 /// The per-SM unit busy fractions in each `busy` counter sample, in this order.
-pub const BUSY_UNITS: [&str; 6] = ["tensor", "smem", "mufu", "tma", "l2_port", "tma_fill"];
+pub const BUSY_UNITS: [&str; 7] = [
+    "tensor",
+    "smem",
+    "mufu",
+    "tma",
+    "l2_port",
+    "tma_fill",
+    "tma_store",
+];
 
 /// Where `l2_port` is in [`BUSY_UNITS`].
 pub const L2_PORT_UNIT: usize = 4;

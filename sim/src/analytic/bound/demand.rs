@@ -18,6 +18,8 @@ pub struct Demand {
     /// The fill path's time for them, each box at its rate (`sm::tma::fill_bytes_per_cycle`),
     /// in the fill path's sub-cycle units (`engine::server::fp_to_cycles`).
     pub fill_time: u64,
+    /// Bytes TMA stores move from shared memory towards L2 (the SM's store path).
+    pub store_bytes: u64,
     /// Bytes the SM's requests move through L2.
     pub l2_bytes: u64,
     /// Per partition: cycles of the ALU, FMA, MUFU and mma.sync pipes (`sm::pipes::pipe_index`).
@@ -43,6 +45,7 @@ impl Demand {
         self.port_bytes += o.port_bytes;
         self.fill_bytes += o.fill_bytes;
         self.fill_time = self.fill_time.saturating_add(o.fill_time);
+        self.store_bytes += o.store_bytes;
         self.l2_bytes += o.l2_bytes;
         for (a, b) in self.pipes.iter_mut().zip(&o.pipes) {
             for (x, y) in a.iter_mut().zip(b) {

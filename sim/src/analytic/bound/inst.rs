@@ -95,7 +95,7 @@ impl Walk<'_> {
                 src,
                 bytes,
             } => {
-                self.tma_box(w, d, *tensor, coords, src, true)?;
+                d.store_bytes += self.tma_box(w, d, *tensor, coords, src, true)?;
                 d.smem += bytes.div_ceil(port);
                 Ok(1)
             }

@@ -6,7 +6,8 @@
 //! Units and capacities (per cycle):
 //! - per SM: `tensor` (HGMMA math, at least the RS floor; one at a time), `smem` (the shared-memory port: HGMMA operands,
 //!   ld/st.shared and cp.async wavefronts, TMA box bytes over the port width), `tma` (TMA issue
-//!   cycles), `l1` (the L1's tag stage: `max(l1.access_cycles, lines x l1.line_cycles)` per
+//!   cycles), `tma_fill` (TMA load bytes, each box at its fill rate), `tma_store` (TMA store
+//!   bytes over `tma.store_bytes_per_cycle`), `l1` (the L1's tag stage: `max(l1.access_cycles, lines x l1.line_cycles)` per
 //!   global or local warp access), `l2_port` (bytes through the SM's port to L2,
 //!   `memory.sm_bytes_per_cycle`);
 //! - per partition (the busiest one counts): `issue` (one instruction), `alu`, `fma`, `mufu`, `shfl`,
@@ -48,9 +49,22 @@ use walk::Walk;
 pub const WALK_BUDGET: u64 = 1 << 28;
 
 /// Unit names in tie-break order: of units with equal time, the first one listed binds.
-pub const UNITS: [&str; 14] = [
-    "tensor", "mma", "smem", "issue", "mufu", "fma", "alu", "shfl", "tma", "tma_fill", "l1",
-    "l2_port", "l2", "hbm",
+pub const UNITS: [&str; 15] = [
+    "tensor",
+    "mma",
+    "smem",
+    "issue",
+    "mufu",
+    "fma",
+    "alu",
+    "shfl",
+    "tma",
+    "tma_fill",
+    "tma_store",
+    "l1",
+    "l2_port",
+    "l2",
+    "hbm",
 ];
 
 /// The bound of one kernel.
@@ -137,6 +151,7 @@ pub fn bound_within(
         pipe(pipe_index(Pipe::Shfl)),
         busiest(&|d: &Demand| d.tma as f64),
         busiest(&|d: &Demand| fp_to_cycles(d.fill_time)),
+        busiest(&|d: &Demand| d.store_bytes as f64 / p.tma.store_bytes_per_cycle),
         busiest(&|d: &Demand| d.l1 as f64),
         busiest(&|d: &Demand| d.port_bytes as f64 / m.sm_bytes_per_cycle),
         total.l2_bytes as f64 / m.l2.bytes_per_cycle,

@@ -199,7 +199,28 @@ fn tma_boxes_cost_port_and_traffic() {
     assert_eq!(b.total.smem, 64);
     assert_eq!(b.total.fill_bytes, loaded);
     assert_eq!(b.total.port_bytes, 64 * 128);
+    assert_eq!(b.total.store_bytes, 64 * 128);
     assert_eq!(b.total.tma, 2 * p.tma.issue_cycles);
+}
+
+#[test]
+fn tma_stores_bind_on_their_own_path() {
+    // 100 stores of an 8 KiB box from one SM: the store path (32 B/cycle on h100-sxm) takes
+    // longer than the SM's port to L2 and the shared-memory reads.
+    let (k, p) = kernel(
+        "1",
+        1,
+        r#"tensors: [Tensor(name: "T", dtype: BF16, shape: [64, 64])],
+           smem: [Buffer(name: "s", dtype: BF16, shape: [64, 64])],"#,
+        r#"If(cond: "warp == 0", then: [
+            Loop(var: "i", count: 100, body: [TmaStore(tensor: "T", coords: [0, 0], src: "s")]),
+        ])"#,
+    );
+    let b = of(&k, &p);
+    let store = 100.0 * 8192.0 / p.tma.store_bytes_per_cycle;
+    assert_eq!(b.unit("tma_store"), Some(store));
+    assert!(b.unit("l2_port").unwrap() < store);
+    assert_eq!((b.binding, b.cycles), ("tma_store", store.ceil() as u64));
 }
 
 #[test]
