@@ -1143,6 +1143,46 @@ pub(super) fn specs() -> Vec<Spec> {
             );
         }
     }
+    // FlashAttention-3 itself (calibration/fa3_real.cu): its FLOP per SM-cycle over the run at
+    // the build's NVML clock, times 16 / 15.52 (the busiest SM's tiles over the mean), against
+    // the twin's steady state at FA3's tile (one CTA, 4·128·176·128 FLOP per KV block over the
+    // slope between 24 and 48 blocks of 176).
+    for (param, pp, io) in [
+        ("s8192_pp1_io1_c1", 1, 1),
+        ("s8192_pp0_io1_c1", 0, 1),
+        ("s8192_pp1_io0_c1", 1, 0),
+        ("s8192_pp0_io0_c1", 0, 0),
+        ("s16384_pp1_io1_c1", 1, 1),
+        ("s16384_pp0_io1_c1", 0, 1),
+        ("s16384_pp1_io0_c1", 1, 0),
+        ("s16384_pp0_io0_c1", 0, 0),
+    ] {
+        let seqlen = param.split('_').next().unwrap_or_default();
+        add(
+            "fa3_real",
+            format!(
+                "FA3 hd128 {seqlen}{}{}",
+                if pp == 1 { "" } else { ", no ping-pong" },
+                if io == 1 { "" } else { ", no intra-WG overlap" }
+            ),
+            "FLOP/SM-cycle",
+            "fa3_real",
+            Measured::Scaled("fa3_real_flop_per_sm_cycle", param, 16.0 * 132.0 / 2048.0),
+            "fa3_pingpong",
+            sets(&[
+                ("heads", 1),
+                ("seqlen_q", 128),
+                ("pingpong", pp),
+                ("intra_overlap", io),
+            ]),
+            Metric::SlopeRate {
+                key: "seqlen",
+                lo: 4224,
+                hi: 8448,
+                amount: 24.0 * 4.0 * 128.0 * 176.0 * 128.0,
+            },
+        );
+    }
     // gemm_ws as measured (calibration/gemm_ws.cu, one CTA): cycles per k-tile with A and B in
     // L2 (the slope between K = 4096 and 8192), and the whole K = 4096 run from DRAM.
     // Cycles per k-tile: the slope between K = 4096 and 8192 (64 k-tiles of 64).

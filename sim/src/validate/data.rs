@@ -60,6 +60,10 @@ const STORED: &[(&str, &str)] = &[
         include_str!("../../../calibration/data/h200-fa3.csv"),
     ),
     (
+        "fa3_real",
+        include_str!("../../../calibration/data/h200-fa3_real.csv"),
+    ),
+    (
         "mbar_cost",
         include_str!("../../../calibration/data/h200-mbar_cost.csv"),
     ),

@@ -292,6 +292,20 @@ pub(super) const GROUPS: &[Group] = &[
                4.4% from a third stage with both techniques, the model nothing",
     },
     Group {
+        name: "fa3_real",
+        bound: Bound::Relative(0.15),
+        note: "whole kernel: FlashAttention-3 itself (its hopper/ source built with each \
+               technique on or off, calibration/fa3_real.cu; head dim 128, bf16, 2048 tiles of \
+               128 x 176 on 132 SMs, no cluster), FLOP per SM-cycle at each build's NVML clock \
+               over the busiest SM's 16 tiles, against fa3_pingpong.ron's steady state. On the \
+               H200 ping-pong adds 0.5% at 8k and 0.9% at 16k when intra-warpgroup overlap is on \
+               (the model: -1.3%), and intra-warpgroup overlap 8.9% and 10.7% with ping-pong \
+               (the model 7.3%). Without intra-warpgroup overlap ping-pong adds 1.3% at 8k but 12.9% at \
+               16k, where the warpgroups without either technique fall to 2,553 FLOP per SM-cycle \
+               (2,823 at 8k; FA3's paper: 570, 620-640 and 661 TFLOP/s, the 16k rows' 581, 639 and \
+               663): the model's warpgroups keep alternating by themselves (see fa3)",
+    },
+    Group {
         name: "gemm_ws",
         bound: Bound::Relative(0.05),
         note: "whole kernel (calibration/gemm_ws.cu): cycles per k-tile of one CTA of \
