@@ -257,7 +257,7 @@ fn named_barrier_thread_counts_disagree() {
         &[
             "warp consumer1.w0",
             "named barrier 1: a warp arrived with thread count 128 while the barrier is collecting 256",
-            "program[3] if.else[0] bar.sync",
+            "program[3] if.else[1] bar.sync",
         ],
     );
 }

@@ -33,6 +33,7 @@ const BOUNDS: &[(&str, Bound)] = &[
     ("tma_pair", Bound::Relative(0.15)),
     ("tma_unit", Bound::Relative(0.15)),
     ("tma_store", Bound::Relative(0.15)),
+    ("wgmma_arb", Bound::Relative(0.15)),
     ("fa3", Bound::Relative(0.15)),
     ("fa3_real", Bound::Relative(0.15)),
     ("gemm_ws", Bound::Relative(0.05)),

@@ -13,7 +13,7 @@ pub(crate) enum Event {
     Release(u32),
     /// The running HGMMA left this SM's tensor pipe.
     TensorDone(u32),
-    /// An HGMMA of this warpgroup no longer counts against its in-flight limit.
+    /// An HGMMA of this warpgroup no longer holds a place in the in-flight window.
     HgmmaReleased(u32),
     /// An HGMMA of this warpgroup has its results visible to `wgmma.wait_group`.
     HgmmaComplete(u32),

@@ -149,6 +149,7 @@ impl Engine<'_> {
                     submitted: 0,
                     released: 0,
                     completed: 0,
+                    admitted: 0,
                     waiters: Vec::new(),
                     issue_waiters: Vec::new(),
                 });

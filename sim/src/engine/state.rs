@@ -133,6 +133,8 @@ pub(crate) struct WarpGroup {
     pub submitted: u64,
     pub released: u64,
     pub completed: u64,
+    /// HGMMAs given a place in the SM's window (`tensor.hgmma_window_per_sm`).
+    pub admitted: u64,
     /// Warps blocked in wait_group and the completed-HGMMA count each needs.
     pub waiters: Vec<(u32, u64)>,
     /// Warps blocked at a `Wgmma`'s issue (HGMMAs in flight at the limit) and the released
@@ -169,6 +171,10 @@ pub(crate) struct Sm {
     pub tma_fill: Link,
     /// The rate at which TMA stores move their data out of the SM.
     pub tma_store: Link,
+    /// The SM's HGMMA window (`tensor.hgmma_window_per_sm`): places taken, and the warpgroups
+    /// waiting for one, first come first.
+    pub hgmma_places: u64,
+    pub hgmma_waiting: VecDeque<u32>,
     /// TMA busy time: cycles with at least one load in flight, and the end of the last.
     pub tma_covered_until: u64,
     pub tma_busy: u64,
@@ -192,6 +198,8 @@ impl Sm {
             tma_issue: Server::default(),
             tma_fill: Link::new(p.tma.fill_bytes_per_cycle),
             tma_store: Link::new(p.tma.store_bytes_per_cycle),
+            hgmma_places: 0,
+            hgmma_waiting: VecDeque::new(),
             tma_covered_until: 0,
             tma_busy: 0,
             resident: 0,

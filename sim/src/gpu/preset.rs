@@ -244,10 +244,16 @@ pub struct Tensor {
     pub flops_per_cycle: u64,
     pub extra_latency: u64,
     pub has_wgmma: bool,
-    /// HGMMAs a warpgroup may have issued and not released; issuing one more waits. An HGMMA is
+    /// HGMMAs a warpgroup (or the SM's warpgroups together: `hgmma_window_per_sm`) may have
+    /// issued and not released; issuing one more waits. An HGMMA is
     /// released `inflight_release_lead` cycles before its results are visible (never before it
     /// is done).
     pub max_hgmma_in_flight: u64,
+    /// Whether those `max_hgmma_in_flight` places are the SM's, shared by its warpgroups (a
+    /// released place goes to a waiting warpgroup that holds places before one that holds
+    /// none, among either to the one waiting longest), rather than each warpgroup's own.
+    #[serde(default)]
+    pub hgmma_window_per_sm: bool,
     pub inflight_release_lead: u64,
     /// A warp's next HGMMA issues `N/2 / issue_acc_regs_per_cycle − issue_overlap_cycles`
     /// cycles (at least 1) after its last one of width N.

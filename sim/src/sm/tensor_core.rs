@@ -11,8 +11,10 @@
 //! `wait_group`) is issued here too: a warpgroup's HGMMA is submitted once all four of its warps
 //! have issued it, and `wait_group(n)` blocks until all but the `n` newest committed groups of the
 //! warp have completed. A warp's HGMMAs issue no closer than [`issue_gap`], and no more than
-//! `tensor.max_hgmma_in_flight` of its warpgroup's are issued and not yet released (an HGMMA is
-//! released `tensor.inflight_release_lead` cycles before its results are visible).
+//! `tensor.max_hgmma_in_flight` are issued and not yet released: the SM's warpgroups' together
+//! with `tensor.hgmma_window_per_sm` (a freed place goes to a waiting warpgroup that holds
+//! places before one that holds none), else each warpgroup's own. An HGMMA is released
+//! `tensor.inflight_release_lead` cycles before its results are visible.
 
 use crate::engine::error::Fault;
 use crate::engine::event::Event;
@@ -169,9 +171,9 @@ pub(crate) struct WgmmaOperands<'k> {
 
 impl Engine<'_> {
     /// A wgmma waits for its inputs when it starts; before each HGMMA for the gap after the
-    /// warp's last one, then for room while its warpgroup already has
-    /// `tensor.max_hgmma_in_flight` HGMMAs issued and not released (the H200's issuing thread
-    /// blocks there); the release that makes room wakes it.
+    /// warp's last one, then for a place among the `tensor.max_hgmma_in_flight` HGMMAs issued
+    /// and not released (the SM's or its warpgroup's; the H200's issuing thread blocks there);
+    /// the release that makes room wakes it.
     pub(crate) fn wgmma_outcome(&mut self, w: u32, at: Pending) -> Outcome {
         if let (Some(stall), true) = (at.scoreboard, at.starting) {
             return stall;
@@ -181,15 +183,68 @@ impl Engine<'_> {
             return Outcome::StallUntil(State::WgmmaWait, warp.hgmma_next);
         }
         let limit = self.p.tensor.max_hgmma_in_flight;
-        let wg = &mut self.wgs[warp.wg as usize];
-        if warp.hgmma_issued < wg.released + limit {
+        let (issued, g, sm) = (warp.hgmma_issued, warp.wg, warp.sm as usize);
+        if self.p.tensor.hgmma_window_per_sm {
+            // The warpgroup's next HGMMA needs a place in the SM's window; the first of its
+            // warps to reach it takes one.
+            if issued < self.wgs[g as usize].admitted {
+                return Outcome::Ready;
+            }
+            let unit = &mut self.sms[sm];
+            if unit.hgmma_places < limit && unit.hgmma_waiting.is_empty() {
+                unit.hgmma_places += 1;
+                self.wgs[g as usize].admitted += 1;
+                return Outcome::Ready;
+            }
+            if !unit.hgmma_waiting.contains(&g) {
+                unit.hgmma_waiting.push_back(g);
+            }
+            let wg = &mut self.wgs[g as usize];
+            if !wg.issue_waiters.contains(&(w, issued + 1)) {
+                wg.issue_waiters.push((w, issued + 1));
+            }
+            return Outcome::Blocked(State::WgmmaWait);
+        }
+        let wg = &mut self.wgs[g as usize];
+        if issued < wg.released + limit {
             return Outcome::Ready;
         }
-        let target = warp.hgmma_issued + 1 - limit;
+        let target = issued + 1 - limit;
         if !wg.issue_waiters.contains(&(w, target)) {
             wg.issue_waiters.push((w, target));
         }
         Outcome::Blocked(State::WgmmaWait)
+    }
+
+    /// A place in SM `sm`'s HGMMA window is free: it goes to a waiting warpgroup that holds
+    /// places before one that holds none (on the H200 a warpgroup that starts into another's
+    /// batch of wgmmas once the window is full waits for the whole batch, while two that
+    /// started together share it: calibration/wgmma_arb.cu), among either to the one waiting
+    /// longest; its warps blocked at that HGMMA go on.
+    fn grant_hgmma_place(&mut self, sm: u32) {
+        let limit = self.p.tensor.max_hgmma_in_flight;
+        let unit = &mut self.sms[sm as usize];
+        if unit.hgmma_places >= limit {
+            return;
+        }
+        // A warpgroup that holds places goes before one that holds none; among either, the
+        // one waiting longest.
+        let wgs = &self.wgs;
+        let holds = |g: u32| wgs[g as usize].admitted > wgs[g as usize].released;
+        let pick = unit
+            .hgmma_waiting
+            .iter()
+            .position(|&g| holds(g))
+            .unwrap_or(0);
+        let Some(g) = unit.hgmma_waiting.remove(pick) else {
+            return;
+        };
+        unit.hgmma_places += 1;
+        let wg = &mut self.wgs[g as usize];
+        wg.admitted += 1;
+        for w in reached(&mut wg.issue_waiters, wg.admitted) {
+            self.wake_at(w, self.now);
+        }
     }
 
     /// `wgmma.wait_group(n)`: ready when at most `n` of the warp's committed groups are
@@ -312,8 +367,14 @@ impl Engine<'_> {
         let g = &mut self.wgs[warpgroup as usize];
         g.released += 1;
         let cta = g.cta;
-        for w in reached(&mut g.issue_waiters, g.released) {
-            self.wake_at(w, self.now);
+        if self.p.tensor.hgmma_window_per_sm {
+            let sm = self.ctas[cta as usize].sm;
+            self.sms[sm as usize].hgmma_places -= 1;
+            self.grant_hgmma_place(sm);
+        } else {
+            for w in reached(&mut g.issue_waiters, g.released) {
+                self.wake_at(w, self.now);
+            }
         }
         self.drop_cta(cta);
     }
