@@ -8,13 +8,16 @@
 //            0: S, softmax and P V of a block one after another
 //
 // fa3_real.sh copies hopper/ of a checkout, patches those two constants to the macros and
-// builds this file once per combination. The kernel is run_flash_fwd's hd-128 bf16 forward,
-// non-causal, without a cluster (FA3 itself pairs CTAs in a cluster of 2 at this head dim: the
-// `c2` rows), persistent over 132 SMs: 128 x 176 tiles, 2 consumer warpgroups.
+// builds this file once per combination. The kernel is run_flash_fwd's bf16 forward at head
+// dim FA3_HD (128 unless given), non-causal, without a cluster (FA3 itself pairs CTAs in a
+// cluster of 2 at head dim 128: the `c2` rows), persistent over 132 SMs; at 128 its tiles are
+// 128 x 176 with 2 consumer warpgroups, at 64 192 x 192 with 3, at 256 128 x 80 with 2 (and no
+// ping-pong: FA3 turns its scheduler barriers off above head dim 128).
 //
 //   fa3_real_ms             median milliseconds a forward (CUDA events), param
-//                           s<seqlen>_pp<>_io<>_c<cluster>, batch x 16 heads, batch = 16384 / seqlen
-//   fa3_real_tflops         4 * batch * heads * seqlen^2 * 128 FLOP over it
+//                           s<seqlen>_pp<>_io<>_c<cluster>[_hd<dim> unless 128], batch x heads,
+//                           batch = 16384 / seqlen, heads = 2048 / head dim
+//   fa3_real_tflops         4 * batch * heads * seqlen^2 * head dim FLOP over it
 //   fa3_real_mhz            the median NVML SM clock over the timed runs
 //   fa3_real_flop_per_sm_cycle  FLOP over (time x clock x 132 SMs)
 //   fa3_real_err            max |O - O_ref| / max |O_ref| over 64 rows checked on the host
@@ -39,7 +42,10 @@
 #endif
 
 using bf16 = cutlass::bfloat16_t;
-constexpr int kHd = 128, kHeads = 16, kSms = 132;
+#ifndef FA3_HD
+#define FA3_HD 128
+#endif
+constexpr int kHd = FA3_HD, kHeads = 2048 / kHd, kSms = 132;
 
 // run_flash_fwd names it; the varlen path that calls it is compiled out (Varlen = false).
 void prepare_varlen_num_blocks(Flash_fwd_params&, cudaStream_t, bool, int, int, bool) {}
@@ -196,6 +202,7 @@ int main(int argc, char** argv) {
   double flop = 4.0 * batch * kHeads * double(seqlen) * seqlen * kHd;
   char param[64];
   snprintf(param, sizeof param, "s%d_pp%d_io%d_c%d", seqlen, FA3_PP, FA3_IO, FA3_CLUSTER);
+  if (kHd != 128) snprintf(param + strlen(param), sizeof param - strlen(param), "_hd%d", kHd);
   printf("fa3_real_ms,%s,%.4f,ms\n", param, med_ms);
   printf("fa3_real_tflops,%s,%.1f,TFLOP/s\n", param, flop / (med_ms * 1e-3) / 1e12);
   printf("fa3_real_mhz,%s,%.0f,MHz\n", param, clock);

@@ -5,7 +5,8 @@
 #   FA3=<flash-attention checkout, commit 0251105a2fb19d2957484b7f023cd8c115286ced>
 #   CUTLASS=<cutlass checkout at FA3's submodule commit 7127592069c2fe01b041e174ba4345ef9b279671>
 #   BUILD=<dir> (default /tmp/fa3-real)  OUT=<dir for the CSV> (default ./out)
-#   VARIANTS="pp io cluster ..." (default "1 1 1  0 1 1  1 0 1  0 0 1  1 1 2")
+#   VARIANTS="pp io cluster hd ..." (default "1 1 1 128  0 1 1 128  1 0 1 128  0 0 1 128
+#   1 1 2 128  1 1 1 64  1 1 1 256")
 #   NVCC_FLAGS=<more flags> (a toolkit from NVIDIA's wheels, as sass.py fetches, needs
 #   -L<its lib>; its CCCL headers come from the nvidia-cuda-cccl wheel)
 #
@@ -15,7 +16,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${BUILD:-/tmp/fa3-real}
 out=$(mkdir -p "${OUT:-out}" && cd "${OUT:-out}" && pwd)
-variants=${VARIANTS:-"1 1 1  0 1 1  1 0 1  0 0 1  1 1 2"}
+variants=${VARIANTS:-"1 1 1 128  0 1 1 128  1 0 1 128  0 0 1 128  1 1 2 128  1 1 1 64  1 1 1 256"}
 mkdir -p "$build"
 rm -rf "$build/hopper"
 cp -r "$FA3/hopper" "$build/hopper"
@@ -34,13 +35,13 @@ flags=(-O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-const
 set -- $variants
 pids=()
 names=()
-while [ $# -ge 3 ]; do
-  name="fa3_real_pp$1_io$2_c$3"
-  nvcc "${flags[@]}" -DFA3_PP="$1" -DFA3_IO="$2" -DFA3_CLUSTER="$3" -o "$build/$name" \
-    "$here/fa3_real.cu" -ldl &
+while [ $# -ge 4 ]; do
+  name="fa3_real_pp$1_io$2_c$3_hd$4"
+  nvcc "${flags[@]}" -DFA3_PP="$1" -DFA3_IO="$2" -DFA3_CLUSTER="$3" -DFA3_HD="$4" \
+    -o "$build/$name" "$here/fa3_real.cu" -ldl &
   pids+=($!)
   names+=("$name")
-  shift 3
+  shift 4
 done
 for p in "${pids[@]}"; do wait "$p"; done
 if [ "${RUN:-0}" = 1 ]; then

@@ -1144,42 +1144,61 @@ pub(super) fn specs() -> Vec<Spec> {
         }
     }
     // FlashAttention-3 itself (calibration/fa3_real.cu): its FLOP per SM-cycle over the run at
-    // the build's NVML clock, times 16 / 15.52 (the busiest SM's tiles over the mean), against
-    // the twin's steady state at FA3's tile (one CTA, 4·128·176·128 FLOP per KV block over the
-    // slope between 24 and 48 blocks of 176).
-    for (param, pp, io) in [
-        ("s8192_pp1_io1_c1", 1, 1),
-        ("s8192_pp0_io1_c1", 0, 1),
-        ("s8192_pp1_io0_c1", 1, 0),
-        ("s8192_pp0_io0_c1", 0, 0),
-        ("s16384_pp1_io1_c1", 1, 1),
-        ("s16384_pp0_io1_c1", 0, 1),
-        ("s16384_pp1_io0_c1", 1, 0),
-        ("s16384_pp0_io0_c1", 0, 0),
+    // the build's NVML clock, times the busiest SM's tiles over the mean (2048 tiles of 128 x
+    // 176 at head dim 128, 2752 of 192 x 192 at 64, 1024 of 128 x 80 at 256, on 132 SMs),
+    // against the twin's steady state at FA3's tile (one CTA, 4·bm·bn·hd FLOP per KV block over
+    // the slope between 24 and 48 blocks). At head dim 256 FA3 runs without ping-pong.
+    for (param, pp, io, hd) in [
+        ("s8192_pp1_io1_c1", 1, 1, 128),
+        ("s8192_pp0_io1_c1", 0, 1, 128),
+        ("s8192_pp1_io0_c1", 1, 0, 128),
+        ("s8192_pp0_io0_c1", 0, 0, 128),
+        ("s16384_pp1_io1_c1", 1, 1, 128),
+        ("s16384_pp0_io1_c1", 0, 1, 128),
+        ("s16384_pp1_io0_c1", 1, 0, 128),
+        ("s16384_pp0_io0_c1", 0, 0, 128),
+        ("s8192_pp1_io1_c1_hd64", 1, 1, 64),
+        ("s8192_pp0_io1_c1_hd64", 0, 1, 64),
+        ("s16384_pp1_io1_c1_hd64", 1, 1, 64),
+        ("s16384_pp0_io1_c1_hd64", 0, 1, 64),
+        ("s8192_pp1_io1_c1_hd256", 0, 1, 256),
+        ("s8192_pp1_io0_c1_hd256", 1, 0, 256),
+        ("s16384_pp1_io1_c1_hd256", 0, 1, 256),
+        ("s16384_pp1_io0_c1_hd256", 1, 0, 256),
     ] {
+        let (bm, bn, tiles) = match hd {
+            64 => (192, 192, 2752),
+            256 => (128, 80, 1024),
+            _ => (128, 176, 2048),
+        };
         let seqlen = param.split('_').next().unwrap_or_default();
         add(
             "fa3_real",
             format!(
-                "FA3 hd128 {seqlen}{}{}",
+                "FA3 hd{hd} {seqlen}{}{}",
                 if pp == 1 { "" } else { ", no ping-pong" },
                 if io == 1 { "" } else { ", no intra-WG overlap" }
             ),
             "FLOP/SM-cycle",
             "fa3_real",
-            Measured::Scaled("fa3_real_flop_per_sm_cycle", param, 16.0 * 132.0 / 2048.0),
+            Measured::Scaled(
+                "fa3_real_flop_per_sm_cycle",
+                param,
+                (tiles as f64 / 132.0).ceil() * 132.0 / tiles as f64,
+            ),
             "fa3_pingpong",
             sets(&[
                 ("heads", 1),
-                ("seqlen_q", 128),
+                ("hd", hd),
+                ("seqlen_q", bm),
                 ("pingpong", pp),
                 ("intra_overlap", io),
             ]),
             Metric::SlopeRate {
                 key: "seqlen",
-                lo: 4224,
-                hi: 8448,
-                amount: 24.0 * 4.0 * 128.0 * 176.0 * 128.0,
+                lo: 24 * bn,
+                hi: 48 * bn,
+                amount: 24.0 * 4.0 * (bm * bn * hd) as f64,
             },
         );
     }

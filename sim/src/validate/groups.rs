@@ -300,7 +300,11 @@ pub(super) const GROUPS: &[Group] = &[
                (the model 7.3%). Without intra-warpgroup overlap ping-pong adds 1.3% at 8k but 12.9% at \
                16k, where the warpgroups without either technique fall to 2,553 FLOP per SM-cycle \
                (2,823 at 8k; FA3's paper: 570, 620-640 and 661 TFLOP/s, the 16k rows' 581, 639 and \
-               663): the model's warpgroups keep alternating by themselves (see fa3)",
+               663): the model's warpgroups keep alternating by themselves (see fa3). At head \
+               dim 64 (192 x 192 tiles, 3 consumer warpgroups) ping-pong adds 19% on the chip, \
+               2.4% in the model, which is 11% slow with it (FA3 puts P in shared memory for an \
+               SS P V there, the model keeps it in registers); at 256 (128 x 80, no ping-pong, \
+               as FA3 runs it) the model is 4-6% fast, 11-14% without intra-warpgroup overlap",
     },
     Group {
         name: "gemm_ws",
