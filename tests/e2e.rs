@@ -69,6 +69,29 @@ fn back_to_back_hgmmas_issue_a_gap_apart_and_resume_before_the_completion() {
 }
 
 #[test]
+fn the_sms_hgmma_window_keeps_a_late_warpgroup_out_until_the_batch_that_fills_it_is_in() {
+    // The twin of wgmma_arb.cu (h200-sxm: its 7 places are the SM's): warpgroup `first` issues
+    // 16 HGMMAs of N = 128 (64 cycles each), `mma` 4. Each role's end is its warps' lifetime.
+    let ends = |g1: i64, delay: i64| {
+        let r = report(
+            "calibration/wgmma_arb",
+            &[("g0", 16), ("g1", g1), ("delay", delay)],
+        );
+        let end = |role: &str| r.roles[role].lifetime / u64::from(r.roles[role].warps);
+        (end("first"), end("mma"))
+    };
+    // Started together, both hold places: the 4 are done long before the 16.
+    let (first, mma) = ends(4, 0);
+    assert!(mma + 600 < first, "together: {first} {mma}");
+    // Started once the 16's first 7 fill the window, the 4 wait for all 16: they are done
+    // about 4 HGMMAs after them, and the 16 as fast as alone.
+    let (first, mma) = ends(4, 300);
+    assert!(mma >= first + 4 * 64, "late: {first} {mma}");
+    let (alone, _) = ends(0, 0);
+    assert_eq!(first, alone);
+}
+
+#[test]
 fn a_test_wait_loop_polls_on_an_interval_and_sees_the_phase_later() {
     // The twin of core.cu's mbar_pingpong on h200-sxm: cycles and issued warp-instructions per
     // round trip, from the slope between 64 and 128 round trips.
