@@ -567,7 +567,7 @@ out.shown = range();
     // The unit charts share the timeline's range; over the whole run they average to the
     // report's busy fractions.
     let units = seen["units"].as_array().unwrap();
-    assert_eq!(units.len(), 8, "6 SM units, L2 and DRAM");
+    assert_eq!(units.len(), 9, "7 SM units, L2 and DRAM");
     for u in units {
         assert_eq!(u["from"].as_f64().unwrap(), r("zoomOut").0, "{u}");
         assert_eq!(u["to"].as_f64().unwrap(), r("zoomOut").1, "{u}");
@@ -759,7 +759,7 @@ fn the_report_opens_on_the_diagnosis_in_a_browser() {
         share("producer", "mbarrier_wait")
     ));
     has(&format!(
-        "consumer warps wait {:.1}% in wgmma_wait (wgmma.wait_group",
+        "consumer warps wait {:.1}% in wgmma_wait (HGMMA issue",
         share("consumer", "wgmma_wait")
     ));
     has(&format!(

@@ -16,4 +16,4 @@ shot() {
 }
 # The first screen of a laptop, then the whole page.
 shot 1280,800 docs/img/fa3_diagnosis.png
-shot 1300,2480 docs/img/fa3_report.png
+shot 1300,2530 docs/img/fa3_report.png
