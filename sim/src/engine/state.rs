@@ -137,8 +137,8 @@ pub(crate) struct WarpGroup {
     pub admitted: u64,
     /// Warps blocked in wait_group and the completed-HGMMA count each needs.
     pub waiters: Vec<(u32, u64)>,
-    /// Warps blocked at a `Wgmma`'s issue (HGMMAs in flight at the limit) and the released
-    /// count each needs.
+    /// Warps blocked at a `Wgmma`'s issue (HGMMAs in flight at the limit) and the count each
+    /// needs: of `admitted` HGMMAs with the SM's window, else of `released` ones.
     pub issue_waiters: Vec<(u32, u64)>,
 }
 

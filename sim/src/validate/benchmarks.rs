@@ -29,6 +29,19 @@ fn sets(pairs: &[(&str, i64)]) -> Vec<(String, i64)> {
     pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
 }
 
+/// The label's tail for an FA3 variant with ping-pong `pp` and intra-warpgroup overlap `io`
+/// (1 on, 0 off): the techniques it goes without.
+fn fa3_without(pp: i64, io: i64) -> String {
+    let mut tail = String::new();
+    if pp == 0 {
+        tail.push_str(", no ping-pong");
+    }
+    if io == 0 {
+        tail.push_str(", no intra-WG overlap");
+    }
+    tail
+}
+
 /// The tma twin's bursts from `warps` warps (test 3 loads, 4 stores) of `rows`-row boxes.
 fn warps_burst(test: i64, rows: i64, warps: i64, extra: i64) -> Vec<(String, i64)> {
     sets(&[
@@ -1115,11 +1128,7 @@ pub(super) fn specs() -> Vec<Spec> {
         for (pp, io) in [(1, 1), (0, 1), (1, 0), (0, 0)] {
             add(
                 "fa3",
-                format!(
-                    "fa3 bn 128, {stages} stages{}{}",
-                    if pp == 1 { "" } else { ", no ping-pong" },
-                    if io == 1 { "" } else { ", no intra-WG overlap" }
-                ),
+                format!("fa3 bn 128, {stages} stages{}", fa3_without(pp, io)),
                 "cycles/block",
                 "fa3",
                 v("fa3_block", &format!("pp{pp}_io{io}_g1{suffix}")),
@@ -1174,11 +1183,7 @@ pub(super) fn specs() -> Vec<Spec> {
         let seqlen = param.split('_').next().unwrap_or_default();
         add(
             "fa3_real",
-            format!(
-                "FA3 hd{hd} {seqlen}{}{}",
-                if pp == 1 { "" } else { ", no ping-pong" },
-                if io == 1 { "" } else { ", no intra-WG overlap" }
-            ),
+            format!("FA3 hd{hd} {seqlen}{}", fa3_without(pp, io)),
             "FLOP/SM-cycle",
             "fa3_real",
             Measured::Scaled(

@@ -292,19 +292,20 @@ pub(super) const GROUPS: &[Group] = &[
         name: "fa3_real",
         bound: Bound::Relative(0.15),
         note: "whole kernel: FlashAttention-3 itself (its hopper/ source built with each \
-               technique on or off, calibration/fa3_real.cu; head dim 128, bf16, 2048 tiles of \
-               128 x 176 on 132 SMs, no cluster), FLOP per SM-cycle at each build's NVML clock \
-               over the busiest SM's 16 tiles, against fa3_pingpong.ron's steady state. On the \
-               H200 ping-pong adds 0.5% at 8k and 0.9% at 16k when intra-warpgroup overlap is on \
-               (the model: -1.3%), and intra-warpgroup overlap 8.9% and 10.7% with ping-pong \
-               (the model 7.3%). Without intra-warpgroup overlap ping-pong adds 1.3% at 8k but 12.9% at \
-               16k, where the warpgroups without either technique fall to 2,553 FLOP per SM-cycle \
-               (2,823 at 8k; FA3's paper: 570, 620-640 and 661 TFLOP/s, the 16k rows' 581, 639 and \
-               663): the model's warpgroups keep alternating by themselves (see fa3). At head \
-               dim 64 (192 x 192 tiles, 3 consumer warpgroups) ping-pong adds 19% on the chip, \
-               2.4% in the model, which is 11% slow with it (FA3 puts P in shared memory for an \
-               SS P V there, the model keeps it in registers); at 256 (128 x 80, no ping-pong, \
-               as FA3 runs it) the model is 4-6% fast, 11-14% without intra-warpgroup overlap",
+               technique on or off, calibration/fa3_real.cu; bf16, no cluster; at head dim 128 \
+               2048 tiles of 128 x 176 on 132 SMs), FLOP per SM-cycle at each build's NVML \
+               clock over the busiest SM's tiles, against fa3_pingpong.ron's steady state. On \
+               the H200 ping-pong adds 0.5% at 8k and 0.9% at 16k when intra-warpgroup overlap \
+               is on (the model: -0.5%), and intra-warpgroup overlap 8.9% and 10.7% with \
+               ping-pong (the model 7.4%). Without intra-warpgroup overlap ping-pong adds 1.3% \
+               at 8k but 12.9% at 16k, where the warpgroups without either technique fall to \
+               2,552 FLOP per SM-cycle (2,823 at 8k; FA3's paper: 570, 620-640 and 661 TFLOP/s, \
+               the 16k rows' 581, 639 and 663): the model's warpgroups keep alternating by \
+               themselves (see fa3). At head dim 64 (192 x 192 tiles, 3 consumer warpgroups) \
+               ping-pong adds 19% on the chip, 2.4% in the model, which is 11% slow with it \
+               (FA3 puts P in shared memory for an SS P V there, the model keeps it in \
+               registers); at 256 (128 x 80, no ping-pong, as FA3 runs it) the model is 4-6% \
+               fast, 11-14% without intra-warpgroup overlap",
     },
     Group {
         name: "gemm_ws",
