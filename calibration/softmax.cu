@@ -15,11 +15,13 @@
 //                     depend on this step's sums, so steps do not overlap. param = warps per
 //                     SM (4: one per partition; 8: two per partition, as two consumer
 //                     warpgroups without ping-pong)
-//   softmax_beside_{ss,rs} : softmax_step's cycles (4 warps, one per partition) while a 5th-8th
-//                     warpgroup issues back-to-back wgmma m64n128k16 (SS, or RS with A from
-//                     registers) that outlast it; param 4
+//   softmax_beside_{ss,rs} : softmax_step's cycles (4 warps, one per partition, or 8, two per
+//                     partition as in an attention kernel's two consumer warpgroups) while
+//                     another warpgroup issues back-to-back wgmma m64n128k16 (SS, or RS with A
+//                     from registers) that outlast it; param = softmax warps
 //   wgmma_beside_{ss,rs}   : cycles per wgmma of that warpgroup while the softmax steps outlast
-//                     it (wgmma_alone_{ss,rs}: with no softmax beside); param 128
+//                     it (wgmma_alone_{ss,rs}: with no softmax beside); param 128 (N) beside 4
+//                     softmax warps, 128_w8 beside 8
 //   arb_done_wg{0,1}  : how the tensor pipe shares itself between two warpgroups that issue at
 //                     once: both warpgroups pass a bar.sync, warpgroup 1 then spins `d` cycles,
 //                     and each issues k back-to-back wgmma m64n128k16 (SS) and waits for them;
@@ -180,17 +182,17 @@ __device__ __forceinline__ uint64_t desc(uint32_t addr) {
   return ((addr & 0x3FFFF) >> 4) | ((lbo >> 4) << 16) | ((sbo >> 4) << 32);
 }
 
-// Warps 0-3 (one per partition) run `iters` softmax steps while warpgroup 1 issues `groups` x
-// 8 back-to-back wgmma m64nNk16 (SS, or RS with A from registers), one group in flight;
-// cyc[0..3]: each softmax warp's cycles, cyc[4]: the wgmma warpgroup's.
-template <int N>
-__global__ void __launch_bounds__(256, 1) beside_kernel(int iters, int groups, int rs, unsigned long long* cyc,
-                                                        float* sink) {
+// Warps 0 to SW-1 (SW / 4 a partition) run `iters` softmax steps while the last warpgroup
+// issues `groups` x 8 back-to-back wgmma m64nNk16 (SS, or RS with A from registers), one group
+// in flight; cyc[0..SW-1]: each softmax warp's cycles, cyc[SW]: the wgmma warpgroup's.
+template <int N, int SW>
+__global__ void __launch_bounds__(32 * SW + 128, 1) beside_kernel(int iters, int groups, int rs,
+                                                                  unsigned long long* cyc, float* sink) {
   __shared__ __align__(128) uint16_t ops[(64 + 256) * 16];
   for (int i = threadIdx.x; i < (64 + 256) * 16; i += blockDim.x) ops[i] = 0x3c00 + (i & 7);
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
-  if (threadIdx.x < 128) {
+  if (threadIdx.x < 32 * SW) {
     const long long c = softmax_steps(iters, sink);
     if (threadIdx.x % 32 == 0) cyc[threadIdx.x / 32] = c;
     return;
@@ -218,7 +220,7 @@ __global__ void __launch_bounds__(256, 1) beside_kernel(int iters, int groups, i
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
   long long t1 = clock64();
-  if (threadIdx.x == 128) cyc[4] = t1 - t0;
+  if (threadIdx.x == 32 * SW) cyc[SW] = t1 - t0;
   float s = 0;
 #pragma unroll
   for (int i = 0; i < N / 2; ++i) s += d[i];
@@ -418,14 +420,17 @@ static double softmax(int warps, int iters) {
   return (double)m;
 }
 
-static double beside(int iters, int groups, int rs, int which) {
-  beside_kernel<128><<<1, 256>>>(iters, groups, rs, g_cyc, g_sink);
+// The beside kernel with SW softmax warps: the wgmma warpgroup's cycles, or the slowest
+// softmax warp's.
+template <int SW>
+static double beside(int iters, int groups, int rs, bool wgmma) {
+  beside_kernel<128, SW><<<1, 32 * SW + 128>>>(iters, groups, rs, g_cyc, g_sink);
   LAUNCH_CHECK();
-  unsigned long long c[5];
+  unsigned long long c[SW + 1];
   CHECK(cudaMemcpy(c, g_cyc, sizeof c, cudaMemcpyDeviceToHost));
-  if (which == 4) return (double)c[4];
+  if (wgmma) return (double)c[SW];
   unsigned long long m = 0;
-  for (int w = 0; w < 4; ++w) m = c[w] > m ? c[w] : m;
+  for (int w = 0; w < SW; ++w) m = c[w] > m ? c[w] : m;
   return (double)m;
 }
 
@@ -450,17 +455,24 @@ int main() {
   for (int rs = 0; rs < 2; ++rs) {
     const char* kind = rs ? "rs" : "ss";
     char t[32];
-    beside(10, 10, rs, 0);
+    beside<4>(10, 10, rs, false);
     // Softmax steps beside wgmmas that outlast them (2000 steps take ~2.2-3M cycles; 9000
     // groups of 8 at >= 64 cycles each take >= 4.6M).
     snprintf(t, sizeof t, "softmax_beside_%s", kind);
-    row(t, 4, (beside(2000, 9000, rs, 0) - beside(1000, 9000, rs, 0)) / 1000.0, "cycles");
+    row(t, 4, (beside<4>(2000, 9000, rs, false) - beside<4>(1000, 9000, rs, false)) / 1000.0, "cycles");
     // wgmmas beside softmax steps that outlast them (6000 steps >= 6.4M cycles; 2000 groups
     // of 8 at <= 100 cycles each <= 1.6M).
     snprintf(t, sizeof t, "wgmma_beside_%s", kind);
-    row(t, 128, (beside(6000, 2000, rs, 4) - beside(6000, 1000, rs, 4)) / 8000.0, "cycles");
+    row(t, 128, (beside<4>(6000, 2000, rs, true) - beside<4>(6000, 1000, rs, true)) / 8000.0, "cycles");
     snprintf(t, sizeof t, "wgmma_alone_%s", kind);
-    row(t, 128, (beside(0, 2000, rs, 4) - beside(0, 1000, rs, 4)) / 8000.0, "cycles");
+    row(t, 128, (beside<4>(0, 2000, rs, true) - beside<4>(0, 1000, rs, true)) / 8000.0, "cycles");
+    // The same with two softmax warps a partition (2000 steps take ~3.2-4M cycles; 9000
+    // groups >= 4.6M; 6000 steps >= 9.6M cycles beside 2000 groups <= 1.6M).
+    beside<8>(10, 10, rs, false);
+    snprintf(t, sizeof t, "softmax_beside_%s", kind);
+    row(t, 8, (beside<8>(2000, 9000, rs, false) - beside<8>(1000, 9000, rs, false)) / 1000.0, "cycles");
+    snprintf(t, sizeof t, "wgmma_beside_%s", kind);
+    row(t, "128_w8", (beside<8>(6000, 2000, rs, true) - beside<8>(6000, 1000, rs, true)) / 8000.0, "cycles");
   }
   auto arb = [](auto kernel, int k) {
     for (int d : {0, 100, 400, 1500}) {

@@ -306,6 +306,34 @@ impl Pipe {
     }
 }
 
+/// Where a warp-instruction of a [`Inst::Mix`] goes: a math pipe, or the uniform datapath
+/// (UMOV, UIADD3, R2UR: an issue slot, no pipe whose rate is modeled).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MixPipe {
+    Pipe(Pipe),
+    Uniform,
+}
+
+impl MixPipe {
+    pub fn name(self) -> &'static str {
+        match self {
+            MixPipe::Pipe(p) => p.name(),
+            MixPipe::Uniform => "uniform",
+        }
+    }
+}
+
+/// The pipes of a [`Inst::Mix`], in the order its counts are given, which is also the order
+/// that breaks ties when it interleaves them: the slower pipe first, as a compiler starts the
+/// critical resource's work first.
+pub const MIX_PIPES: [MixPipe; 5] = [
+    MixPipe::Pipe(Pipe::Mufu),
+    MixPipe::Pipe(Pipe::Shfl),
+    MixPipe::Pipe(Pipe::Alu),
+    MixPipe::Pipe(Pipe::Fma),
+    MixPipe::Uniform,
+];
+
 /// Where a [`Inst::RegRead`] reads from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RegSource {
@@ -384,6 +412,14 @@ pub enum Inst {
     Compute {
         pipe: Pipe,
         count: Code,
+        acc: Option<u16>,
+    },
+    /// A compiled block of independent warp-instructions on several pipes (`MixPipe`),
+    /// `counts[i]` on `MIX_PIPES[i]`, issued interleaved and no faster than `stalls` cycles over
+    /// the block; `acc` when they read and write wgmma accumulators.
+    Mix {
+        counts: [Code; MIX_PIPES.len()],
+        stalls: Code,
         acc: Option<u16>,
     },
     /// ld.shared / st.shared: `addr` per lane (uses the `lane` slot), `width` bytes per lane.

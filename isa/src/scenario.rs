@@ -518,6 +518,27 @@ pub enum Instr {
         #[serde(default)]
         acc: Option<String>,
     },
+    /// A compiled block of independent instructions on several pipes, interleaved as the
+    /// compiler schedules them: `alu`, `fma`, `mufu` and `shfl` warp-instructions on their
+    /// pipes and `uniform` ones (uniform datapath: UMOV, UIADD3, R2UR) with an issue slot only,
+    /// spread evenly, issued no faster than `stalls` cycles over the block (the sum of the
+    /// block's stall counts in SASS; 0: only the pipes pace it). `acc` as for `Compute`.
+    Mix {
+        #[serde(default = "zero")]
+        alu: Expr,
+        #[serde(default = "zero")]
+        fma: Expr,
+        #[serde(default = "zero")]
+        mufu: Expr,
+        #[serde(default = "zero")]
+        shfl: Expr,
+        #[serde(default = "zero")]
+        uniform: Expr,
+        #[serde(default = "zero")]
+        stalls: Expr,
+        #[serde(default)]
+        acc: Option<String>,
+    },
     /// Shared-memory load; `addr` is each lane's byte offset in the slot (may use `lane`).
     /// With `sb`, its result goes to that one of the warp's six scoreboards (0 to 5), which
     /// only `WaitScoreboard` waits for.
@@ -651,6 +672,7 @@ impl Instr {
             Instr::Mufu(_) => "mufu",
             Instr::Shfl(_) => "shfl",
             Instr::Compute { .. } => "compute",
+            Instr::Mix { .. } => "mix",
             Instr::LdShared { .. } => "ld.shared",
             Instr::StShared { .. } => "st.shared",
             Instr::LdGlobal { .. } => "ld.global",

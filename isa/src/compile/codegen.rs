@@ -248,6 +248,24 @@ impl Compiler<'_> {
                     acc: acc.as_deref().map(|a| self.acc(a)),
                 }
             }
+            Instr::Mix {
+                alu,
+                fma,
+                mufu,
+                shfl,
+                uniform,
+                stalls,
+                acc,
+            } => {
+                // In the order of `MIX_PIPES`.
+                let [mufu, shfl, alu, fma, uniform] =
+                    [mufu, shfl, alu, fma, uniform].map(|n| self.code(n, Names::Program, path));
+                Inst::Mix {
+                    counts: [mufu?, shfl?, alu?, fma?, uniform?],
+                    stalls: self.code(stalls, Names::Program, path)?,
+                    acc: acc.as_deref().map(|a| self.acc(a)),
+                }
+            }
             Instr::LdShared {
                 buf, addr, width, ..
             }

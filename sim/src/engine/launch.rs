@@ -124,6 +124,7 @@ impl Engine<'_> {
                         masked_lanes: 0,
                         state_mask: FULL,
                         spill: None,
+                        mix: None,
                         spill_carry: 0,
                         spill_slot: 0,
                         local: LocalTraffic::default(),

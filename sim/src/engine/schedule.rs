@@ -263,6 +263,7 @@ impl Engine<'_> {
             Inst::Compute { pipe, count, acc } => {
                 return self.compute_outcome(w, *pipe, count, *acc, at)
             }
+            Inst::Mix { counts, stalls, .. } => return self.mix_outcome(w, counts, stalls, at),
             Inst::Wgmma { .. } => self.wgmma_outcome(w, at),
             Inst::WgmmaFence => at.inputs_or_ready(),
             Inst::WgmmaWait { n } => self.wgmma_wait_outcome(w, n)?,
@@ -318,6 +319,7 @@ impl Engine<'_> {
         }
         let done = match inst {
             Inst::Compute { pipe, count, acc } => self.issue_compute(w, *pipe, count, *acc)?,
+            Inst::Mix { acc, .. } => self.issue_mix(w, *acc)?,
             Inst::Wgmma {
                 n,
                 ksteps,

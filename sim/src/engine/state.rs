@@ -9,6 +9,7 @@ use crate::sm::async_groups::AsyncGroups;
 use crate::sm::local::{LocalTraffic, SpillSeq};
 use crate::sm::mbarrier::{MBarrier, Polling};
 use crate::sm::named_barrier::NamedBarrier;
+use crate::sm::pipes::MixProgress;
 use crate::sm::regfile::RegPool;
 use crate::sm::tensor_core::TensorPipe;
 use isa::divergence::{Lanes, Mask};
@@ -89,6 +90,8 @@ pub(crate) struct Warp {
     /// that decides which warp-instructions touch a spilled value, the frame slot of the next
     /// one, and the warp's local-memory traffic.
     pub spill: Option<SpillSeq>,
+    /// The current `Mix` block's progress (`crate::sm::pipes`).
+    pub mix: Option<MixProgress>,
     pub spill_carry: u64,
     pub spill_slot: u32,
     pub local: LocalTraffic,
@@ -222,6 +225,8 @@ pub(crate) struct Partition {
     pub last: Option<usize>,
     /// ALU, FMA, MUFU, the tensor core as used by mma.sync, and shuffles (`crate::sm::pipes`).
     pub pipes: [Server; 5],
+    /// The warp whose warp-instruction holds each pipe's last booking.
+    pub pipe_owner: [u32; 5],
     pub issued: u64,
     /// The issue port is held until this cycle (`tensor.issue_beside_hgmma`), and the
     /// fraction of a cycle owed so far.

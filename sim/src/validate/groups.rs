@@ -150,8 +150,10 @@ pub(super) const GROUPS: &[Group] = &[
         note: "cycles per online-softmax step of an attention consumer warp (FMNMX, SHFL.BFLY, \
                MUFU.EX2, FMUL/FADD/FFMA, F2FP as compiled), alone and beside back-to-back wgmma \
                of another warpgroup (each math instruction beside an HGMMA holds the issue port \
-               1.35 more cycles); the twin's phases run one after another where the compiled \
-               code interleaves them, +12% for one warp alone",
+               1.35 more cycles); the twin is the SASS loop's stretches between its dependences, \
+               each a Mix of its instructions at what a warp alone takes to issue it \
+               (calibration/issue_time.py: 880 cycles of stall counts and 122 of MUFU and SHFL \
+               waits a step)",
     },
     Group {
         name: "hgmma_beside",
@@ -159,7 +161,7 @@ pub(super) const GROUPS: &[Group] = &[
         note: "cycles the softmax steps of 4 warps add to each of another warpgroup's \
                back-to-back wgmma m64n128k16: 9.1 (SS) and 5.9 (RS) on the chip; each ALU, FMA \
                or MUFU instruction issued beside an HGMMA holds the tensor pipe \
-               tensor.hgmma_beside_issue (0.08) more cycles, 6.9 for both forms: why the chip's \
+               tensor.hgmma_beside_issue (0.08) more cycles, 6.8 for both forms: why the chip's \
                RS form loses less (its softmax runs 6% slower beside it) is not modeled, hence \
                the wide bound. Alone these wgmmas take 73.9 (SS) and 71.8 (RS) cycles in \
                groups of 8 against 64.3 in groups of 32 (h200-wgmma.csv), 64 in the model: not \
@@ -282,11 +284,15 @@ pub(super) const GROUPS: &[Group] = &[
         note: "whole kernel (calibration/fa3.cu, written after FlashAttention-3's mainloop): \
                cycles per KV block of one CTA (head dim 128, blocks of 128, 2 or 3 K/V stages) \
                with ping-pong and intra-warpgroup overlap, and with each or both off, against \
-               fa3_pingpong.ron at bn 128. Without ping-pong the chip's consumers settle into \
-               alternation (2,525 cycles, this build) or into lockstep (3,102, an earlier build \
-               of the same code: h200-fa3_first.csv, and 3,112 rebuilt unchanged: \
-               h200-fa3_rebuild.csv); the model alternates. The chip gains \
-               4.4% from a third stage with both techniques, the model nothing",
+               fa3_pingpong.ron at bn 128, whose consumers run FA3's own SASS (fa3.cu's compiles \
+               its softmax after its P V wait too, as FA3's does). Without ping-pong the chip's \
+               consumers settle into alternation (2,525 cycles, this build) or into lockstep \
+               (3,102, an earlier build of the same code: h200-fa3_first.csv, and 3,112 rebuilt \
+               unchanged: h200-fa3_rebuild.csv). The model is 9-17% fast: the stamps (fa3_stamp) \
+               show warpgroup 0's softmax taking 1,696 cycles beside warpgroup 1's GEMMs and \
+               warpgroup 1's 1,208 where a warp alone issues it in 696 (calibration/issue_time.py \
+               on the traced build), more than the measured cost of math beside HGMMAs; the chip \
+               gains 4.4% from a third stage with both techniques, the model nothing",
     },
     Group {
         name: "fa3_real",
@@ -294,18 +300,18 @@ pub(super) const GROUPS: &[Group] = &[
         note: "whole kernel: FlashAttention-3 itself (its hopper/ source built with each \
                technique on or off, calibration/fa3_real.cu; bf16, no cluster; at head dim 128 \
                2048 tiles of 128 x 176 on 132 SMs), FLOP per SM-cycle at each build's NVML \
-               clock over the busiest SM's tiles, against fa3_pingpong.ron's steady state. On \
-               the H200 ping-pong adds 0.5% at 8k and 0.9% at 16k when intra-warpgroup overlap \
-               is on (the model: -0.5%), and intra-warpgroup overlap 8.9% and 10.7% with \
-               ping-pong (the model 7.4%). Without intra-warpgroup overlap ping-pong adds 1.3% \
-               at 8k but 12.9% at 16k, where the warpgroups without either technique fall to \
-               2,552 FLOP per SM-cycle (2,823 at 8k; FA3's paper: 570, 620-640 and 661 TFLOP/s, \
-               the 16k rows' 581, 639 and 663): the model's warpgroups keep alternating by \
-               themselves (see fa3). At head dim 64 (192 x 192 tiles, 3 consumer warpgroups) \
-               ping-pong adds 19% on the chip, 2.4% in the model, which is 11% slow with it \
-               (FA3 puts P in shared memory for an SS P V there, the model keeps it in \
-               registers); at 256 (128 x 80, no ping-pong, as FA3 runs it) the model is 4-6% \
-               fast, 11-14% without intra-warpgroup overlap",
+               clock over the busiest SM's tiles, against fa3_pingpong.ron's steady state, its \
+               consumers FA3's own SASS as Mix blocks (calibration/fa3_sass.sh). On the H200 \
+               ping-pong adds 0.5% at 8k and 0.9% at 16k when intra-warpgroup overlap is on \
+               (the model: 0.1%), and intra-warpgroup overlap 8.9% and 10.7% with ping-pong \
+               (the model 9.9%); without both 9.4% of the rate is lost at 8k and 20.0% at 16k, \
+               where the warpgroups fall into step (the model 22.7%). The model is 12-15% fast with either \
+               technique on at head dim 128: fa3.cu's clock stamps put the chip's extra cycles \
+               in the softmax beside the other warpgroup's GEMMs, a cost not yet found. At head \
+               dim 64 (192 x 192 tiles, 3 consumer warpgroups) ping-pong adds 19% on the chip, \
+               1% in the model (FA3 puts P in shared memory for an SS P V there, the model \
+               keeps it in registers); at 256 (128 x 80, no ping-pong, as FA3 runs it) the \
+               model is 7-9% fast, 13-16% without intra-warpgroup overlap",
     },
     Group {
         name: "gemm_ws",

@@ -8,12 +8,12 @@ use super::lines::Touch;
 use super::walk::{Walk, WarpWalk};
 use crate::engine::server::fp_per_byte;
 use crate::sm::local::spilled_share;
-use crate::sm::pipes::pipe_index;
 use crate::sm::pipes::MAX_MACRO_COUNT;
+use crate::sm::pipes::{pipe_cycles, pipe_index};
 use crate::sm::tensor_core::Hgmma;
 use crate::{memory::coalesce, sm::smem, sm::tma};
 use isa::expr::Code;
-use isa::program::{lane_addresses, Inst, LaneAddrs, Pipe, SlotRef};
+use isa::program::{lane_addresses, Inst, LaneAddrs, MixPipe, Pipe, SlotRef, MIX_PIPES};
 
 impl Walk<'_> {
     /// Adds one instruction's demand; returns the issue slots it takes (0: skipped, as the
@@ -41,13 +41,7 @@ impl Walk<'_> {
                         count: n,
                     });
                 }
-                let cycles = match pipe {
-                    Pipe::Alu => p.pipes.alu.cycles_per_warp_instr(),
-                    Pipe::Fma => p.pipes.fma.cycles_per_warp_instr(),
-                    Pipe::Mufu => p.pipes.mufu.cycles_per_warp_instr(),
-                    Pipe::Mma => p.tensor.mma_cycles,
-                    Pipe::Shfl => p.pipes.shfl.cycles_per_warp_instr(),
-                };
+                let cycles = pipe_cycles(p, *pipe);
                 d.pipes[part][pipe_index(*pipe)] += n as u64 * cycles;
                 // Each warp-instruction on a spilled value reloads it and stores it back: a
                 // local load and a local store, an issue slot and an L1 access each.
@@ -61,6 +55,26 @@ impl Walk<'_> {
                 };
                 d.l1 += 2 * touched * p.l1.access_cycles;
                 Ok(n as u64 + 2 * touched)
+            }
+            // The block's warp-instructions touch no spilled value (the accumulators' or
+            // registers' of a compiled block the compiler keeps resident).
+            Inst::Mix { counts, .. } => {
+                let mut slots = 0;
+                for (count, pipe) in counts.iter().zip(MIX_PIPES) {
+                    let n = w.eval(count)?;
+                    if n > MAX_MACRO_COUNT {
+                        return Err(WalkError::CountTooLarge {
+                            pipe: pipe.name(),
+                            count: n,
+                        });
+                    }
+                    let n = n.max(0) as u64;
+                    if let MixPipe::Pipe(pipe) = pipe {
+                        d.pipes[part][pipe_index(pipe)] += n * pipe_cycles(p, pipe);
+                    }
+                    slots += n;
+                }
+                Ok(slots)
             }
             Inst::Wgmma { n, ksteps, a, .. } => {
                 let h = Hgmma {

@@ -81,6 +81,25 @@ fn mufu_work_is_counted_per_partition() {
 }
 
 #[test]
+fn a_mix_books_each_pipe_and_an_issue_slot_for_every_warp_instruction() {
+    // 10 MUFU (8 cycles each), 30 FMA (1), 4 ALU (2), a count <= 0 none, 6 uniform (no pipe).
+    let (k, p) = kernel(
+        "1",
+        1,
+        "",
+        "Mix(mufu: 10, fma: 30, alu: 4, shfl: -1, uniform: 6, stalls: 500)",
+    );
+    let b = of(&k, &p);
+    let pipes = &b.total.pipes[0];
+    assert_eq!(pipes[pipe_index(Pipe::Mufu)], 80);
+    assert_eq!(pipes[pipe_index(Pipe::Fma)], 30);
+    assert_eq!(pipes[pipe_index(Pipe::Alu)], 8);
+    assert_eq!(pipes[pipe_index(Pipe::Shfl)], 0);
+    assert_eq!(b.total.issue, vec![50; 4]);
+    assert_eq!((b.binding, b.cycles), ("mufu", 80));
+}
+
+#[test]
 fn a_zero_count_takes_no_issue_slot() {
     let (k, p) = kernel("1", 1, "", "Fma(0), Alu(3)");
     let b = of(&k, &p);
