@@ -13,7 +13,8 @@ in order several times over and the last one is timed, so the stretches see the 
 Each instruction issues once the scoreboards it waits on are ready and its pipe is free, and
 holds the warp its stall count. The result latencies and pipe rates are the H200's
 (sim/presets/h200-sxm.ron): MUFU 17 cycles and one warp-instruction every 8 (h200-core.csv,
-ex2_dep and ex2_rate), SHFL 24 and every 4 (h200-softmax.csv, shfl_dep; pipes.shfl), the
+ex2_dep and ex2_rate), SHFL 24 and every 4 (h200-softmax.csv, shfl_dep; pipes.shfl), LDC 28
+and S2R 21 (h200-sreg.csv; S2UR, not measured, taken as S2R), the
 16-lane ALU pipe's integer, logic, FMNMX and F2FP every 2, the FMA pipe's every cycle. Waits on
 mbarrier, named-barrier and wgmma results (SYNCS, BAR, WARPGROUP, HGMMA) are left out: the
 simulator times those with the scenario's own instructions. Lines flagged `r` (FA3's mbarrier
@@ -24,7 +25,7 @@ Prints each stretch's address, its instructions, their stall counts and the cycl
 import re
 import sys
 
-LATENCY = {"MUFU": 17, "SHFL": 24}
+LATENCY = {"MUFU": 17, "SHFL": 24, "LDC": 28, "S2R": 21, "S2UR": 21}
 # Cycles a warp-instruction holds its pipe, by opcode; anything else on the FMA pipe (1 cycle).
 PIPE = {"MUFU": ("mufu", 8), "SHFL": ("shfl", 4)}
 ALU_OPS = {"FMNMX", "F2FP", "LOP3", "ISETP", "IADD3", "MOV", "FSETP", "PRMT", "LEA", "VIADD",
