@@ -521,8 +521,9 @@ pub enum Instr {
     /// A compiled block of independent instructions on several pipes, interleaved as the
     /// compiler schedules them: `alu`, `fma`, `mufu` and `shfl` warp-instructions on their
     /// pipes and `uniform` ones (uniform datapath: UMOV, UIADD3, R2UR) with an issue slot only,
-    /// spread evenly, issued no faster than `stalls` cycles over the block (the sum of the
-    /// block's stall counts in SASS; 0: only the pipes pace it). `acc` as for `Compute`.
+    /// spread evenly, issued no faster than `stalls` cycles over the block (what a warp alone
+    /// takes to issue it: its SASS stall counts and its waits for MUFU and SHFL results; 0:
+    /// only the pipes pace it). `acc` as for `Compute`.
     Mix {
         #[serde(default = "zero")]
         alu: Expr,
