@@ -17,7 +17,7 @@ else
   what=(--set full)
 fi
 for v in ${VARIANTS:-pp1_io1_c1_hd128 pp1_io0_c1_hd128}; do
-  timeout 240 ncu --clock-control none "${what[@]}" --import-source no -k 'regex:(?i)flash' \
+  timeout 240 ncu --clock-control none "${what[@]}" --import-source no -k 'regex:device_kernel' \
       --launch-skip 2 -c 1 -f -o "/tmp/ncu_fa3_$v" "$build/fa3_real_$v" 8192 0.3 \
       > "$out/ncu_fa3_$v.log" 2>&1
   ncu -i "/tmp/ncu_fa3_$v.ncu-rep" --page details --csv > "$out/ncu_fa3_${v}_details.csv" 2>&1

@@ -36,6 +36,7 @@ const BOUNDS: &[(&str, Bound)] = &[
     ("wgmma_arb", Bound::Relative(0.15)),
     ("fa3", Bound::Relative(0.15)),
     ("fa3_real", Bound::Relative(0.15)),
+    ("fa3_cycles", Bound::Relative(0.15)),
     ("gemm_ws", Bound::Relative(0.05)),
     ("tma_ring", Bound::Relative(0.05)),
     ("mbarrier_poll", Bound::Relative(0.15)),

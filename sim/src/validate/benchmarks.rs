@@ -942,6 +942,18 @@ pub(super) fn specs() -> Vec<Spec> {
             sets(&[("beside", beside), ("tail", 150_000)]),
             Metric::per_iteration(100, 0.0),
         );
+        // Two softmax warps a partition, as two consumer warpgroups (measured on an H100: the
+        // same SM, h100-softmax.csv).
+        add(
+            "softmax_pair",
+            format!("softmax step, 8 warps, beside {form} wgmma"),
+            "cycles",
+            "softmax_h100",
+            v(test, "8"),
+            "softmax",
+            sets(&[("warps", 8), ("beside", beside), ("tail", 150_000)]),
+            Metric::per_iteration(100, 0.0),
+        );
     }
     // The other side: what the softmax steps of 4 warps that outlast them add to each of
     // another warpgroup's back-to-back wgmma m64n128k16 (8 a group, one group in flight); the
@@ -951,22 +963,24 @@ pub(super) fn specs() -> Vec<Spec> {
         ("SS", 1, "wgmma_beside_ss", "wgmma_alone_ss"),
         ("RS", 2, "wgmma_beside_rs", "wgmma_alone_rs"),
     ] {
-        add(
-            "hgmma_beside",
-            format!("{form} wgmma beside the softmax, over alone"),
-            "cycles/wgmma",
-            "softmax",
-            Measured::Over(test, base, "128"),
-            "softmax",
-            sets(&[("beside", beside), ("iters", 150)]),
-            Metric::MmaSlopeOver {
-                key: "groups",
-                lo: 100,
-                hi: 200,
-                per: 800.0,
-                base: sets(&[("beside", beside), ("iters", 0)]),
-            },
-        );
+        for (warps, program, param) in [(4, "softmax", "128"), (8, "softmax_h100", "128_w8")] {
+            add(
+                "hgmma_beside",
+                format!("{form} wgmma beside {warps} softmax warps, over alone"),
+                "cycles/wgmma",
+                program,
+                Measured::Over(test, param, base, "128"),
+                "softmax",
+                sets(&[("warps", warps), ("beside", beside), ("iters", 150)]),
+                Metric::MmaSlopeOver {
+                    key: "groups",
+                    lo: 100,
+                    hi: 200,
+                    per: 800.0,
+                    base: sets(&[("beside", beside), ("iters", 0)]),
+                },
+            );
+        }
     }
     // Two warpgroups sharing the tensor pipe (calibration/wgmma_arb.cu): when each one's group
     // of wgmmas completes, counted from the first one's start. The case names the forms, the
@@ -1204,6 +1218,36 @@ pub(super) fn specs() -> Vec<Spec> {
                 lo: 24 * bn,
                 hi: 48 * bn,
                 amount: 24.0 * 4.0 * (bm * bn * hd) as f64,
+            },
+        );
+    }
+    // FlashAttention-3 itself in the cycles Nsight Compute counted (calibration/fa3_ncu.sh, on an
+    // H100: the same SM): FLOP per SM-cycle of the profiled forward, times its busiest SM's
+    // tiles over the mean, against the twin's steady state as for fa3_real.
+    for (param, io) in [("s8192_pp1_io1_c1", 1), ("s8192_pp1_io0_c1", 0)] {
+        add(
+            "fa3_cycles",
+            format!("FA3 hd128 s8192{} (cycles)", fa3_without(1, io)),
+            "FLOP/SM-cycle",
+            "fa3_ncu",
+            Measured::Scaled(
+                "fa3_ncu_flop_per_sm_cycle",
+                param,
+                (2048.0_f64 / 132.0).ceil() * 132.0 / 2048.0,
+            ),
+            "fa3_pingpong",
+            sets(&[
+                ("heads", 1),
+                ("hd", 128),
+                ("seqlen_q", 128),
+                ("pingpong", 1),
+                ("intra_overlap", io),
+            ]),
+            Metric::SlopeRate {
+                key: "seqlen",
+                lo: 24 * 176,
+                hi: 48 * 176,
+                amount: 24.0 * 4.0 * (128 * 176 * 128) as f64,
             },
         );
     }

@@ -52,6 +52,10 @@ const STORED: &[(&str, &str)] = &[
         include_str!("../../../calibration/data/h200-softmax.csv"),
     ),
     (
+        "softmax_h100",
+        include_str!("../../../calibration/data/h100-softmax.csv"),
+    ),
+    (
         "attention",
         include_str!("../../../calibration/data/h200-attention.csv"),
     ),
@@ -62,6 +66,10 @@ const STORED: &[(&str, &str)] = &[
     (
         "fa3_real",
         include_str!("../../../calibration/data/h200-fa3_real.csv"),
+    ),
+    (
+        "fa3_ncu",
+        include_str!("../../../calibration/data/h100-fa3_ncu.csv"),
     ),
     (
         "mbar_cost",

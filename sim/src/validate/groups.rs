@@ -153,7 +153,19 @@ pub(super) const GROUPS: &[Group] = &[
                1.35 more cycles); the twin is the SASS loop's stretches between its dependences, \
                each a Mix of its instructions at what a warp alone takes to issue it \
                (calibration/issue_time.py: 880 cycles of stall counts and 122 of MUFU and SHFL \
-               waits a step)",
+               waits a step); two warps a partition beside wgmma: softmax_pair",
+    },
+    Group {
+        name: "softmax_pair",
+        bound: Bound::None,
+        note: "not modeled: 8 softmax warps (two a partition, as an attention kernel's two \
+               consumer warpgroups) beside another warpgroup's back-to-back wgmma take 2,563 (SS) \
+               and 2,583 (RS) cycles a step on the chip (h100-softmax.csv, an H100: the same \
+               SM), 1.66x their 1,542 alone there, as 4 warps' steps beside it are 1.57x \
+               theirs: about one more cycle of the partition's issue for each math instruction \
+               whether one or two warps issue them. The model gives 1,908: its issue-port hold beside HGMMAs \
+               (tensor.issue_beside_hgmma) hides in the two warps' stall counts. A candidate \
+               for what FA3 loses in its softmax beside the other warpgroup's GEMMs",
     },
     Group {
         name: "hgmma_beside",
@@ -165,7 +177,8 @@ pub(super) const GROUPS: &[Group] = &[
                RS form loses less (its softmax runs 6% slower beside it) is not modeled, hence \
                the wide bound. Alone these wgmmas take 73.9 (SS) and 71.8 (RS) cycles in \
                groups of 8 against 64.3 in groups of 32 (h200-wgmma.csv), 64 in the model: not \
-               yet explained either",
+               yet explained either. Beside 8 softmax warps (two a partition; h100-softmax.csv) the chip adds 17.1 \
+               (SS) and 14.4 (RS), the model 17.3 to both",
     },
     Group {
         name: "attention",
@@ -306,12 +319,23 @@ pub(super) const GROUPS: &[Group] = &[
                (the model: 0.1%), and intra-warpgroup overlap 8.9% and 10.7% with ping-pong \
                (the model 9.9%); without both 9.4% of the rate is lost at 8k and 20.0% at 16k, \
                where the warpgroups fall into step (the model 22.7%). The model is 12-15% fast with either \
-               technique on at head dim 128: fa3.cu's clock stamps put the chip's extra cycles \
-               in the softmax beside the other warpgroup's GEMMs, a cost not yet found. At head \
+               technique on at head dim 128 against these rows, 3-4% against the cycles Nsight \
+               Compute counts for the same builds (fa3_cycles): NVML's clock, this group's \
+               basis, reads 11-14% above the cycles the kernel runs. At head \
                dim 64 (192 x 192 tiles, 3 consumer warpgroups) ping-pong adds 19% on the chip, \
                1% in the model (FA3 puts P in shared memory for an SS P V there, the model \
                keeps it in registers); at 256 (128 x 80, no ping-pong, as FA3 runs it) the \
                model is 7-9% fast, 13-16% without intra-warpgroup overlap",
+    },
+    Group {
+        name: "fa3_cycles",
+        bound: Bound::Relative(0.15),
+        note: "whole kernel: FlashAttention-3 itself (fa3_real's builds, head dim 128, seqlen \
+               8k, with and without intra-warpgroup overlap) in the SM cycles Nsight Compute \
+               counts (calibration/fa3_ncu.sh, h100-fa3_ncu.csv: an H100, whose SM is the \
+               H200's), not at NVML's clock: 3,422 and 3,154 FLOP per SM-cycle, 11-14% more \
+               than the same builds timed back to back at NVML's clock on that H100, the basis \
+               of fa3_real. The intra-warpgroup overlap gain in cycles: 1.085 (the model 1.099)",
     },
     Group {
         name: "gemm_ws",

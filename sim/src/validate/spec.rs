@@ -13,8 +13,8 @@ pub(super) enum Measured {
     Slope(&'static str, String, String, f64),
     /// value × factor: a whole-kernel rate corrected to its busiest SM's steady state.
     Scaled(&'static str, &'static str, f64),
-    /// value(test) − value(base) at one param: what a condition adds.
-    Over(&'static str, &'static str, &'static str),
+    /// value(test, param) − value(base, base_param): what a condition adds.
+    Over(&'static str, &'static str, &'static str, &'static str),
     /// value(test, to) − value(test, from): the time between two clock stamps of one run.
     Between(&'static str, String, String),
     /// The `value` of row (test, param), measured at the SM clock that row (clock, param)
@@ -144,9 +144,9 @@ impl Spec {
                 let (a, mhz) = data.get(self.program, test, param)?;
                 Ok((a * factor, mhz))
             }
-            Measured::Over(test, base, param) => {
+            Measured::Over(test, param, base, base_param) => {
                 let (a, mhz) = data.get(self.program, test, param)?;
-                let (b, _) = data.get(self.program, base, param)?;
+                let (b, _) = data.get(self.program, base, base_param)?;
                 Ok((a - b, mhz))
             }
             Measured::Between(test, from, to) => {
