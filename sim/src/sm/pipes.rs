@@ -30,7 +30,8 @@
 //! share of its count still to issue (ties to the slower pipe: MUFU, shuffle, ALU, FMA, then
 //! the uniform datapath), so the slow pipe's work spreads evenly through the block and the
 //! others fill the gaps, and each warp-instruction holds the warp for its share of `stalls`
-//! (the block's stall counts in SASS, spread evenly) before the next may issue.
+//! (what a warp alone takes to issue the block in SASS, spread evenly) from its dispatch
+//! before the next may issue.
 //!
 //! `Ldc` and `S2r` (SASS LDC, S2R) read a constant or a special register onto one of the warp's
 //! scoreboards, `pipes.ldc_latency` or `pipes.s2r_latency` after issue; they book no pipe (their

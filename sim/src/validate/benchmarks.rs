@@ -955,9 +955,9 @@ pub(super) fn specs() -> Vec<Spec> {
             Metric::per_iteration(100, 0.0),
         );
     }
-    // The other side: what the softmax steps of 4 warps that outlast them add to each of
-    // another warpgroup's back-to-back wgmma m64n128k16 (8 a group, one group in flight); the
-    // slope over 100 groups. (Alone these take 73.9 (SS) and 71.8 (RS) cycles on the chip
+    // The other side: what the softmax steps of 4 warps (or 8, two a partition, on the H100)
+    // that outlast them add to each of another warpgroup's back-to-back wgmma m64n128k16 (8 a
+    // group, one group in flight); the slope over 100 groups. (Alone these take 73.9 (SS) and 71.8 (RS) cycles on the chip
     // against 64.3 in groups of 32 (h200-wgmma.csv), 64 in the model: not yet explained.)
     for (form, beside, test, base) in [
         ("SS", 1, "wgmma_beside_ss", "wgmma_alone_ss"),
@@ -1167,27 +1167,38 @@ pub(super) fn specs() -> Vec<Spec> {
         }
     }
     // FlashAttention-3 itself (calibration/fa3_real.cu): its FLOP per SM-cycle over the run at
-    // the build's NVML clock, times the busiest SM's tiles over the mean (2048 tiles of 128 x
-    // 176 at head dim 128, 2752 of 192 x 192 at 64, 1024 of 128 x 80 at 256, on 132 SMs),
-    // against the twin's steady state at FA3's tile (one CTA, 4·bm·bn·hd FLOP per KV block over
-    // the slope between 24 and 48 blocks). At head dim 256 FA3 runs without ping-pong.
-    for (param, pp, io, hd) in [
-        ("s8192_pp1_io1_c1", 1, 1, 128),
-        ("s8192_pp0_io1_c1", 0, 1, 128),
-        ("s8192_pp1_io0_c1", 1, 0, 128),
-        ("s8192_pp0_io0_c1", 0, 0, 128),
-        ("s16384_pp1_io1_c1", 1, 1, 128),
-        ("s16384_pp0_io1_c1", 0, 1, 128),
-        ("s16384_pp1_io0_c1", 1, 0, 128),
-        ("s16384_pp0_io0_c1", 0, 0, 128),
-        ("s8192_pp1_io1_c1_hd64", 1, 1, 64),
-        ("s8192_pp0_io1_c1_hd64", 0, 1, 64),
-        ("s16384_pp1_io1_c1_hd64", 1, 1, 64),
-        ("s16384_pp0_io1_c1_hd64", 0, 1, 64),
-        ("s8192_pp1_io1_c1_hd256", 0, 1, 256),
-        ("s8192_pp1_io0_c1_hd256", 1, 0, 256),
-        ("s16384_pp1_io1_c1_hd256", 0, 1, 256),
-        ("s16384_pp1_io0_c1_hd256", 1, 0, 256),
+    // the build's NVML clock (group fa3_real) or in the cycles Nsight Compute counted
+    // (calibration/fa3_ncu.sh, on an H100: the same SM; group fa3_cycles), times the busiest
+    // SM's tiles over the mean (2048 tiles of 128 x 176 at head dim 128, 2752 of 192 x 192 at
+    // 64, 1024 of 128 x 80 at 256, on 132 SMs), against the twin's steady state at FA3's tile
+    // (one CTA, 4·bm·bn·hd FLOP per KV block over the slope between 24 and 48 blocks). At head
+    // dim 256 FA3 runs without ping-pong.
+    let nvml = ("fa3_real", "fa3_real", "fa3_real_flop_per_sm_cycle", "");
+    let ncu = (
+        "fa3_cycles",
+        "fa3_ncu",
+        "fa3_ncu_flop_per_sm_cycle",
+        " (cycles)",
+    );
+    for ((group, program, test, basis), param, pp, io, hd) in [
+        (nvml, "s8192_pp1_io1_c1", 1, 1, 128),
+        (nvml, "s8192_pp0_io1_c1", 0, 1, 128),
+        (nvml, "s8192_pp1_io0_c1", 1, 0, 128),
+        (nvml, "s8192_pp0_io0_c1", 0, 0, 128),
+        (nvml, "s16384_pp1_io1_c1", 1, 1, 128),
+        (nvml, "s16384_pp0_io1_c1", 0, 1, 128),
+        (nvml, "s16384_pp1_io0_c1", 1, 0, 128),
+        (nvml, "s16384_pp0_io0_c1", 0, 0, 128),
+        (nvml, "s8192_pp1_io1_c1_hd64", 1, 1, 64),
+        (nvml, "s8192_pp0_io1_c1_hd64", 0, 1, 64),
+        (nvml, "s16384_pp1_io1_c1_hd64", 1, 1, 64),
+        (nvml, "s16384_pp0_io1_c1_hd64", 0, 1, 64),
+        (nvml, "s8192_pp1_io1_c1_hd256", 0, 1, 256),
+        (nvml, "s8192_pp1_io0_c1_hd256", 1, 0, 256),
+        (nvml, "s16384_pp1_io1_c1_hd256", 0, 1, 256),
+        (nvml, "s16384_pp1_io0_c1_hd256", 1, 0, 256),
+        (ncu, "s8192_pp1_io1_c1", 1, 1, 128),
+        (ncu, "s8192_pp1_io0_c1", 1, 0, 128),
     ] {
         let (bm, bn, tiles) = match hd {
             64 => (192, 192, 2752),
@@ -1196,12 +1207,12 @@ pub(super) fn specs() -> Vec<Spec> {
         };
         let seqlen = param.split('_').next().unwrap_or_default();
         add(
-            "fa3_real",
-            format!("FA3 hd{hd} {seqlen}{}", fa3_without(pp, io)),
+            group,
+            format!("FA3 hd{hd} {seqlen}{}{basis}", fa3_without(pp, io)),
             "FLOP/SM-cycle",
-            "fa3_real",
+            program,
             Measured::Scaled(
-                "fa3_real_flop_per_sm_cycle",
+                test,
                 param,
                 (tiles as f64 / 132.0).ceil() * 132.0 / tiles as f64,
             ),
@@ -1218,36 +1229,6 @@ pub(super) fn specs() -> Vec<Spec> {
                 lo: 24 * bn,
                 hi: 48 * bn,
                 amount: 24.0 * 4.0 * (bm * bn * hd) as f64,
-            },
-        );
-    }
-    // FlashAttention-3 itself in the cycles Nsight Compute counted (calibration/fa3_ncu.sh, on an
-    // H100: the same SM): FLOP per SM-cycle of the profiled forward, times its busiest SM's
-    // tiles over the mean, against the twin's steady state as for fa3_real.
-    for (param, io) in [("s8192_pp1_io1_c1", 1), ("s8192_pp1_io0_c1", 0)] {
-        add(
-            "fa3_cycles",
-            format!("FA3 hd128 s8192{} (cycles)", fa3_without(1, io)),
-            "FLOP/SM-cycle",
-            "fa3_ncu",
-            Measured::Scaled(
-                "fa3_ncu_flop_per_sm_cycle",
-                param,
-                (2048.0_f64 / 132.0).ceil() * 132.0 / 2048.0,
-            ),
-            "fa3_pingpong",
-            sets(&[
-                ("heads", 1),
-                ("hd", 128),
-                ("seqlen_q", 128),
-                ("pingpong", 1),
-                ("intra_overlap", io),
-            ]),
-            Metric::SlopeRate {
-                key: "seqlen",
-                lo: 24 * 176,
-                hi: 48 * 176,
-                amount: 24.0 * 4.0 * (128 * 176 * 128) as f64,
             },
         );
     }
