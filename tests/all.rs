@@ -10,6 +10,7 @@ mod analytic_bound;
 mod analytic_cli;
 mod analytic_models;
 mod attention;
+mod cluster;
 mod e2e;
 mod fundamentals;
 mod fuzz;

@@ -20,15 +20,34 @@ pub mod slot {
     pub const CTA: u16 = 4;
     /// CTAs in the grid.
     pub const NUM_CTAS: u16 = 5;
-    pub const FIRST_LOOP_SLOT: u16 = 6;
-    pub const BUILTINS: [(&str, u16); 6] = [
+    /// The CTA's rank in its cluster (`%cluster_ctarank`), 0 without clusters.
+    pub const CLUSTER_RANK: u16 = 6;
+    /// The CTA's cluster (`%clusterid.x`): `cta / cluster_size`.
+    pub const CLUSTER_ID: u16 = 7;
+    /// CTAs per cluster (`%cluster_nctarank`), 1 without clusters.
+    pub const CLUSTER_SIZE: u16 = 8;
+    pub const FIRST_LOOP_SLOT: u16 = 9;
+    pub const BUILTINS: [(&str, u16); 9] = [
         ("lane", LANE),
         ("warp", WARP),
         ("wg", WG),
         ("warp_id", WARP_ID),
         ("cta", CTA),
         ("num_ctas", NUM_CTAS),
+        ("cluster_rank", CLUSTER_RANK),
+        ("cluster_id", CLUSTER_ID),
+        ("cluster_size", CLUSTER_SIZE),
     ];
+
+    /// Sets the built-ins of CTA `block` of a grid of `grid` CTAs in clusters of `cluster`
+    /// (the warp's own ones are set by the caller).
+    pub fn set_cta(env: &mut [i64], block: u32, grid: u32, cluster: u32) {
+        env[CTA as usize] = block as i64;
+        env[NUM_CTAS as usize] = grid as i64;
+        env[CLUSTER_RANK as usize] = (block % cluster) as i64;
+        env[CLUSTER_ID as usize] = (block / cluster) as i64;
+        env[CLUSTER_SIZE as usize] = cluster as i64;
+    }
 }
 
 pub const WARP_SIZE: u32 = 32;
@@ -43,6 +62,8 @@ pub struct Kernel {
     pub gpu: String,
     pub params: BTreeMap<String, i64>,
     pub grid: u32,
+    /// CTAs per cluster (1: no clusters); `grid` is a multiple of it.
+    pub cluster: u32,
     pub regs_per_thread: u32,
     pub tensors: Vec<TensorInfo>,
     pub buffers: Vec<BufferInfo>,
@@ -352,6 +373,11 @@ pub enum Inst {
         dst: SlotRef,
         bar: BarRef,
         bytes: u64,
+        /// The cluster ranks the box lands in (a mask), when it is multicast.
+        multicast: Option<Code>,
+        /// Which of `parts` equal parts of the slot's rows the box is (`bytes` is one part's).
+        part: Option<Code>,
+        parts: u32,
     },
     TmaStore {
         tensor: u16,
@@ -366,6 +392,8 @@ pub enum Inst {
     Arrive {
         bar: BarRef,
         count: u32,
+        /// The cluster rank whose mbarrier it is, for a remote arrive.
+        cta: Option<Code>,
     },
     ArriveExpectTx {
         bar: BarRef,
@@ -429,7 +457,13 @@ pub enum Inst {
         addr: Code,
         width: u32,
         sb: Option<u8>,
+        /// The cluster rank whose shared memory it is (distributed shared memory).
+        cta: Option<Code>,
     },
+    /// `barrier.cluster.arrive` by the warp's threads.
+    ClusterArrive,
+    /// `barrier.cluster.wait`.
+    ClusterWait,
     /// Atomic add on global counter `counter`; the old value goes to `slot`.
     AtomicAdd {
         counter: u16,
@@ -476,6 +510,8 @@ impl Inst {
             Inst::BarSync { .. } => "bar.sync",
             Inst::BarArrive { .. } => "bar.arrive",
             Inst::SetMaxNReg { .. } => "setmaxnreg",
+            Inst::ClusterArrive => "barrier.cluster.arrive.aligned",
+            Inst::ClusterWait => "barrier.cluster.wait.aligned",
             Inst::Compute {
                 pipe: Pipe::Mma, ..
             } => "mma.sync",

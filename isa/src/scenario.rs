@@ -269,6 +269,11 @@ pub struct Kernel {
     /// Number of CTAs.
     #[serde(default = "one")]
     pub grid: Expr,
+    /// CTAs per thread-block cluster (`__cluster_dims__(cluster)`): consecutive CTAs form a
+    /// cluster, placed together on one GPC, sharing each other's shared memory (DSMEM), TMA
+    /// multicast and the cluster barrier. 1 (the default): no clusters.
+    #[serde(default = "one")]
+    pub cluster: Expr,
     /// Registers per thread allocated at launch (the compiler's count); `setmaxnreg` moves
     /// registers between warpgroups from this pool.
     pub regs_per_thread: Expr,
@@ -426,12 +431,20 @@ pub enum AOperand {
 #[serde(deny_unknown_fields)]
 pub enum Instr {
     /// TMA load of one box (the slot's shape) at element `coords` of `tensor` into `dst`;
-    /// its bytes complete on the mbarrier `bar` (complete-tx).
+    /// its bytes complete on the mbarrier `bar` (complete-tx). With `multicast`, a mask over
+    /// the cluster's CTA ranks (`.multicast::cluster`'s ctaMask): the box lands in `dst` of
+    /// each of those CTAs and completes on each one's `bar`. With `part: (i, n)`, the box is
+    /// part `i` of `n` of the slot's rows (the dimension above the innermost), as a CTA of a
+    /// cluster loads its share of a multicast tile; `n` is a parameter-only expression.
     TmaLoad {
         tensor: String,
         coords: Vec<Expr>,
         dst: Ref,
         bar: Ref,
+        #[serde(default)]
+        multicast: Option<Expr>,
+        #[serde(default)]
+        part: Option<(Expr, Expr)>,
     },
     /// TMA store of the slot `src` to element `coords` of `tensor` (a bulk async-group op).
     TmaStore {
@@ -444,10 +457,13 @@ pub enum Instr {
     /// Waits until at most `n` of the warp's bulk async-groups are pending.
     TmaStoreWait(Expr),
     /// mbarrier arrive; by every thread of the warp (32 arrivals) or, with `elect`, by one.
+    /// With `cta`, on that cluster rank's mbarrier (`mapa` + a `shared::cluster` arrive).
     Arrive {
         bar: Ref,
         #[serde(default)]
         elect: bool,
+        #[serde(default)]
+        cta: Option<Expr>,
     },
     /// One elected thread: expect-tx(`bytes`) then arrive (1 arrival).
     ArriveExpectTx {
@@ -542,7 +558,8 @@ pub enum Instr {
     },
     /// Shared-memory load; `addr` is each lane's byte offset in the slot (may use `lane`).
     /// With `sb`, its result goes to that one of the warp's six scoreboards (0 to 5), which
-    /// only `WaitScoreboard` waits for.
+    /// only `WaitScoreboard` waits for. With `cta`, the slot of that cluster rank's shared
+    /// memory (`ld.shared::cluster`, distributed shared memory).
     LdShared {
         buf: Ref,
         addr: Expr,
@@ -550,13 +567,23 @@ pub enum Instr {
         width: Expr,
         #[serde(default)]
         sb: Option<u8>,
+        #[serde(default)]
+        cta: Option<Expr>,
     },
+    /// Shared-memory store; `cta` as for `LdShared`.
     StShared {
         buf: Ref,
         addr: Expr,
         #[serde(default = "four")]
         width: Expr,
+        #[serde(default)]
+        cta: Option<Expr>,
     },
+    /// `barrier.cluster.arrive` (release) by every thread of the warp.
+    ClusterArrive,
+    /// `barrier.cluster.wait` (acquire): waits until every warp of every CTA of the cluster has
+    /// arrived in the current phase.
+    ClusterWait,
     /// Global load; `addr` is each lane's byte offset in the tensor (may use `lane`); `sb` as
     /// for `LdShared`.
     LdGlobal {
@@ -676,6 +703,8 @@ impl Instr {
             Instr::Mix { .. } => "mix",
             Instr::LdShared { .. } => "ld.shared",
             Instr::StShared { .. } => "st.shared",
+            Instr::ClusterArrive => "barrier.cluster.arrive",
+            Instr::ClusterWait => "barrier.cluster.wait",
             Instr::LdGlobal { .. } => "ld.global",
             Instr::WaitScoreboard(_) => "wait scoreboard",
             Instr::Ldc { .. } => "ldc",

@@ -46,6 +46,13 @@ impl Compiler<'_> {
         })
     }
 
+    /// An optional operand: a warp-uniform expression over the program's names.
+    fn optional(&self, e: &Option<Expr>, path: &str) -> Result<Option<Code>, Diagnostic> {
+        e.as_ref()
+            .map(|e| self.code(e, Names::Program, path))
+            .transpose()
+    }
+
     /// Appends `op` from instruction `path` and returns its index.
     fn emit(&mut self, op: Op, path: String) -> u32 {
         self.code.push(op);
@@ -79,6 +86,8 @@ impl Compiler<'_> {
                 coords,
                 dst,
                 bar,
+                multicast,
+                part,
             } => {
                 self.require(self.limits.has_tma, path, "TMA unit (use cp.async)")?;
                 let tensor = self.tensor(tensor, path)?;
@@ -86,12 +95,22 @@ impl Compiler<'_> {
                 let dst = self.slot(dst, path)?;
                 let bytes = self.tma_box(tensor, &dst, path)?;
                 let bar = self.bar(bar, path)?;
+                let (part, parts) = match part {
+                    Some((i, n)) => {
+                        let n = self.tma_parts(&dst, n, path)?;
+                        (Some(self.code(i, Names::Program, path)?), n)
+                    }
+                    None => (None, 1),
+                };
                 Inst::TmaLoad {
                     tensor,
                     coords,
                     dst,
                     bar,
-                    bytes,
+                    bytes: bytes / u64::from(parts),
+                    multicast: self.optional(multicast, path)?,
+                    part,
+                    parts,
                 }
             }
             Instr::TmaStore {
@@ -175,9 +194,10 @@ impl Compiler<'_> {
             Instr::TmaStoreWait(n) => Inst::TmaStoreWait {
                 n: self.code(n, Names::Program, path)?,
             },
-            Instr::Arrive { bar, elect } => Inst::Arrive {
+            Instr::Arrive { bar, elect, cta } => Inst::Arrive {
                 bar: self.bar(bar, path)?,
                 count: if *elect { 1 } else { WARP_SIZE },
+                cta: self.optional(cta, path)?,
             },
             Instr::ArriveExpectTx { bar, bytes } => Inst::ArriveExpectTx {
                 bar: self.bar(bar, path)?,
@@ -267,15 +287,27 @@ impl Compiler<'_> {
                 }
             }
             Instr::LdShared {
-                buf, addr, width, ..
+                buf,
+                addr,
+                width,
+                cta,
+                ..
             }
-            | Instr::StShared { buf, addr, width } => Inst::Shared {
+            | Instr::StShared {
+                buf,
+                addr,
+                width,
+                cta,
+            } => Inst::Shared {
                 store: matches!(ins, Instr::StShared { .. }),
                 slot: self.slot(buf, path)?,
                 addr: self.code(addr, Names::Lanes, path)?,
                 width: self.width(width, path)?,
                 sb: self.load_scoreboard(ins, path)?,
+                cta: self.optional(cta, path)?,
             },
+            Instr::ClusterArrive => Inst::ClusterArrive,
+            Instr::ClusterWait => Inst::ClusterWait,
             Instr::LdGlobal {
                 tensor,
                 addr,

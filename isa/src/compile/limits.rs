@@ -29,6 +29,10 @@ pub struct Limits {
     pub has_wgmma: bool,
     /// Registers per thread the compiler needs besides live values and accumulators.
     pub baseline_regs: u32,
+    /// The most CTAs a cluster may hold (1: no clusters), and the most without the
+    /// non-portable opt-in (`cudaFuncAttributeNonPortableClusterSizeAllowed`).
+    pub max_cluster: u32,
+    pub portable_cluster: u32,
 }
 
 /// The most CTAs a kernel may launch: the simulator keeps every launched CTA's and warp's record.
@@ -48,6 +52,40 @@ pub(super) const MAX_ARRIVALS: i64 = (1 << 20) - 1;
 pub const MAX_LIVE: i64 = 512 * 1024 / 4;
 
 impl Compiler<'_> {
+    /// The kernel's CTAs per cluster: within the preset's limit, and a divisor of the grid (a
+    /// cluster launch rejects a grid that is not a whole number of clusters).
+    pub(super) fn cluster(
+        &self,
+        k: &crate::scenario::Kernel,
+        grid: u32,
+    ) -> Result<u32, Diagnostic> {
+        let path = format!("{}.cluster", self.at);
+        let v = self.constant(&k.cluster, &path, "cluster size")?;
+        let lim = self.limits;
+        let message = if v < 1 {
+            format!(
+                "cluster size is {v} (`{}`); expected at least 1",
+                k.cluster.text
+            )
+        } else if v > 1 && lim.max_cluster <= 1 {
+            format!(
+                "{} has no thread-block clusters (cluster size {v})",
+                lim.gpu
+            )
+        } else if v > lim.max_cluster as i64 {
+            format!(
+                "a cluster of {v} CTAs does not fit: {} places at most {} CTAs in a cluster ({} \
+                 portably, more with the non-portable opt-in)",
+                lim.gpu, lim.max_cluster, lim.portable_cluster
+            )
+        } else if grid as i64 % v != 0 {
+            format!("the grid of {grid} CTAs is not a whole number of clusters of {v}")
+        } else {
+            return Ok(v as u32);
+        };
+        Err(self.err(Some(k.cluster.id), &path, message))
+    }
+
     /// An error unless the GPU has the feature `what`.
     pub(super) fn require(&self, ok: bool, path: &str, what: &str) -> Result<(), Diagnostic> {
         if ok {

@@ -189,6 +189,7 @@ impl<'a> Compiler<'a> {
         }
         let grid_path = format!("{}.grid", self.at);
         let grid = self.in_range(&k.grid, &grid_path, "grid (CTAs)", 1, MAX_GRID)? as u32;
+        let cluster = self.cluster(k, grid)?;
         let launch_regs = self.launch_regs(&k.regs_per_thread)?;
         let layout = self.declare(k)?;
 
@@ -231,6 +232,7 @@ impl<'a> Compiler<'a> {
             gpu: s.gpu.clone(),
             params: self.params.clone(),
             grid,
+            cluster,
             regs_per_thread: launch_regs,
             tensors: std::mem::take(&mut self.tensors),
             buffers: std::mem::take(&mut self.buffers),

@@ -106,6 +106,33 @@ impl Compiler<'_> {
     }
 
     /// The bytes one TMA copy moves: the box is the buffer's slot, of the tensor's rank and type.
+    /// A `TmaLoad`'s `part` count: it divides the slot's rows (the dimension above the
+    /// innermost) into equal boxes.
+    pub(super) fn tma_parts(
+        &self,
+        slot: &SlotRef,
+        n: &Expr,
+        path: &str,
+    ) -> Result<u32, Diagnostic> {
+        let b = &self.buffers[slot.buf as usize];
+        let rows = match b.shape.len() {
+            0 | 1 => 0,
+            r => b.shape[r - 2],
+        };
+        let parts = self.in_range(n, path, "TMA load parts", 1, 16)?;
+        if rows == 0 || rows % parts as u64 != 0 {
+            return Err(self.err(
+                Some(n.id),
+                path,
+                format!(
+                    "{parts} parts do not divide buffer `{}`'s slot rows evenly (shape {:?}: the dimension above the innermost)",
+                    b.name, b.shape
+                ),
+            ));
+        }
+        Ok(parts as u32)
+    }
+
     pub(super) fn tma_box(
         &self,
         tensor: u16,

@@ -19,6 +19,8 @@ fn h100() -> Limits {
         has_tma: true,
         has_wgmma: true,
         baseline_regs: 10,
+        max_cluster: 16,
+        portable_cluster: 8,
     }
 }
 

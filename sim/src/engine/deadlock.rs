@@ -75,19 +75,29 @@ impl Engine<'_> {
                     })
                     .collect::<Vec<_>>()
                     .join("; "),
-                State::NamedBarrier => cta
-                    .named
-                    .iter()
-                    .enumerate()
-                    .find(|(_, b)| b.waiters().contains(&id))
-                    .map(|(i, b)| {
+                State::NamedBarrier => {
+                    let cl = &self.clusters[cta.cluster as usize];
+                    if cl.barrier.waiters().contains(&id) {
                         format!(
-                            "waits at named barrier {i}: {} of {} threads arrived",
-                            b.arrived(),
-                            b.expected()
+                            "waits at the cluster barrier: {} of the cluster's {} running warps arrived",
+                            cl.barrier.arrived(),
+                            cl.live_warps
                         )
-                    })
-                    .unwrap_or_default(),
+                    } else {
+                        cta.named
+                            .iter()
+                            .enumerate()
+                            .find(|(_, b)| b.waiters().contains(&id))
+                            .map(|(i, b)| {
+                                format!(
+                                    "waits at named barrier {i}: {} of {} threads arrived",
+                                    b.arrived(),
+                                    b.expected()
+                                )
+                            })
+                            .unwrap_or_default()
+                    }
+                }
                 State::WgmmaWait => format!(
                     "waits for wgmma groups ({} pending)",
                     w.wgmma_groups.len()
@@ -98,8 +108,12 @@ impl Engine<'_> {
                 ),
                 s => format!("in state {}", s.name()),
             };
+            let rank = match self.k.cluster {
+                1 => String::new(),
+                _ => format!(" (cluster rank {})", cta.rank),
+            };
             blocked.push(format!(
-                "  CTA {} warp {} at {path}: {why}",
+                "  CTA {}{rank} warp {} at {path}: {why}",
                 cta.block,
                 self.warp_name(w)
             ));

@@ -120,6 +120,18 @@ pub enum Fault {
     Diverged { inst: &'static str, active: u32 },
     #[error("atomic counter overflow")]
     CounterOverflow,
+    #[error("cluster rank {rank} is out of range: the cluster has {size} CTAs (0..{size})")]
+    ClusterRank { rank: i64, size: u32 },
+    #[error("multicast mask {mask:#x} names no CTA or a rank outside the cluster of {size} CTAs")]
+    MulticastMask { mask: i64, size: u32 },
+    #[error("{what} on CTA rank {rank} of the cluster, which has exited (its shared memory is gone: a cluster barrier before exit keeps it)")]
+    RemoteExited { what: &'static str, rank: u32 },
+    #[error(
+        "TMA load part {part} is out of range: the slot's rows are in {parts} parts (0..{parts})"
+    )]
+    TmaPart { part: i64, parts: u32 },
+    #[error("barrier.cluster.wait without a barrier.cluster.arrive before it")]
+    ClusterWaitWithoutArrive,
     #[error("{0}")]
     Hazard(Finding),
 }

@@ -28,6 +28,8 @@ pub(crate) enum Event {
     TxComplete(u32),
     /// The CTA slot a retired CTA left on this SM takes its next CTA (`sm.cta_launch_gap`).
     CtaSlotFree(u32),
+    /// A remote mbarrier arrival (its index in `Engine::remote_arrivals`) reaches its CTA.
+    RemoteArrive(u32),
 }
 
 // An event is an index and its tag: the heap moves (cycle, seq, event) at every level of a
@@ -63,6 +65,7 @@ impl Engine<'_> {
             Event::TmaLastChunk(load) => self.on_tma_last_chunk(load),
             Event::TxComplete(load) => self.on_tx_complete(load),
             Event::CtaSlotFree(sm) => self.free_cta_slot(sm),
+            Event::RemoteArrive(i) => self.on_remote_arrive(i),
         }
     }
 

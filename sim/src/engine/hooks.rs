@@ -35,8 +35,14 @@ pub enum Hook {
         acc: u16,
         pipe: Pipe,
     },
-    /// Warp `warp` issued a TMA load into `slot` whose complete-tx goes to `bar`.
-    TmaLoadIssued { warp: u32, slot: u32, bar: u32 },
+    /// Warp `warp` issued a TMA load into `slot` of CTA `cta` whose complete-tx goes to `bar`
+    /// there (another CTA of its cluster's when it multicasts).
+    TmaLoadIssued {
+        warp: u32,
+        cta: u32,
+        slot: u32,
+        bar: u32,
+    },
     /// A TMA load's box of `bytes` is in shared memory (before its complete-tx on `bar`).
     TmaLoadLanded {
         cta: u32,
@@ -44,8 +50,9 @@ pub enum Hook {
         bar: u32,
         bytes: u64,
     },
-    /// Warp `warp` arrives on mbarrier `bar` (before the arrival is counted).
-    MbarrierArrived { warp: u32, bar: u32 },
+    /// Warp `warp` arrives on mbarrier `bar` of CTA `cta` (its own, or another of its
+    /// cluster's), before the arrival is counted.
+    MbarrierArrived { warp: u32, cta: u32, bar: u32 },
     /// An arrival, expect-tx or complete-tx left mbarrier `bar` with its phase still open.
     MbarrierUpdated {
         cta: u32,

@@ -4,12 +4,13 @@
 
 use super::event::Event;
 use super::hooks::Hook;
-use super::state::{Cta, Warp, WarpGroup};
+use super::state::{Cluster, Cta, Warp, WarpGroup};
 use super::Engine;
-use crate::gpu::cta_scheduler::least_loaded_sm;
+use crate::gpu::cta_scheduler::{least_loaded_sm, place_cluster};
 use crate::observe::trace::WarpInfo;
 use crate::observe::warp_state::{Accounting, State};
 use crate::sm::async_groups::AsyncGroups;
+use crate::sm::cluster::ClusterBarrier;
 use crate::sm::local::LocalTraffic;
 use crate::sm::mbarrier::MBarrier;
 use crate::sm::named_barrier::NamedBarrier;
@@ -21,21 +22,41 @@ use std::collections::VecDeque;
 impl Engine<'_> {
     /// Dispatches CTAs in block-id order, each to the SM with room that holds the fewest
     /// (lowest id on a tie): the first wave spreads over all SMs, later CTAs refill as CTAs retire.
+    /// A cluster's CTAs launch together, on one GPC (`place_cluster`).
     pub(crate) fn launch_ctas(&mut self) {
+        let size = self.k.cluster;
         while self.next_block < self.k.grid {
-            let Some(sm) = least_loaded_sm(self.sms.iter().map(|s| s.resident), self.occ.ctas)
-            else {
-                return;
+            let resident = self.sms.iter().map(|s| s.resident);
+            let sms = if size == 1 {
+                match least_loaded_sm(resident, self.occ.ctas) {
+                    Some(sm) => vec![sm],
+                    None => return,
+                }
+            } else {
+                let resident: Vec<u32> = resident.collect();
+                match place_cluster(&resident, &self.gpcs, self.occ.ctas, size) {
+                    Some(sms) => sms,
+                    None => return,
+                }
             };
-            let block = self.next_block;
-            self.next_block += 1;
-            self.sms[sm].resident += 1;
-            self.sms[sm].launched += 1;
-            self.launch_cta(sm as u32, block);
+            let cluster = self.clusters.push(Cluster {
+                first_cta: self.ctas.next_id(),
+                size,
+                live_ctas: size,
+                live_warps: size * self.k.warps_per_cta(),
+                barrier: ClusterBarrier::default(),
+            });
+            for (rank, sm) in sms.into_iter().enumerate() {
+                let block = self.next_block;
+                self.next_block += 1;
+                self.sms[sm].resident += 1;
+                self.sms[sm].launched += 1;
+                self.launch_cta(sm as u32, block, cluster, rank as u32);
+            }
         }
     }
 
-    fn launch_cta(&mut self, sm: u32, block: u32) {
+    fn launch_cta(&mut self, sm: u32, block: u32, cluster: u32, rank: u32) {
         let k = self.k;
         let cta_idx = self.ctas.next_id();
         let first_warp = self.warps.next_id();
@@ -61,6 +82,9 @@ impl Engine<'_> {
             warps: first_warp..first_warp + k.warps_per_cta(),
             wgs: first_wg..first_wg + wgs_per_cta,
             tma_in_flight: 0,
+            remote_in_flight: 0,
+            cluster,
+            rank,
         });
         self.last_progress = self.now;
         let mut warp_in_cta = 0u32;
@@ -83,8 +107,7 @@ impl Engine<'_> {
                     env[slot::WARP as usize] = w as i64;
                     env[slot::WG as usize] = wg as i64;
                     env[slot::WARP_ID as usize] = warp_in_cta as i64;
-                    env[slot::CTA as usize] = block as i64;
-                    env[slot::NUM_CTAS as usize] = k.grid as i64;
+                    slot::set_cta(&mut env, block, k.grid, k.cluster);
                     self.warps.push(Warp {
                         sm,
                         cta: cta_idx,
@@ -94,6 +117,7 @@ impl Engine<'_> {
                         slot: slot_idx as u8,
                         pc: 0,
                         env,
+                        cluster_arrivals: 0,
                         lanes: Lanes::default(),
                         acct: Accounting::new(self.now, State::NotSelected),
                         progress: 0,
@@ -176,6 +200,9 @@ impl Engine<'_> {
         self.account_warp(w);
         self.last_progress = self.now;
         self.ctas[cta].live_warps -= 1;
+        let cluster = self.ctas[cta].cluster;
+        self.clusters[cluster as usize].live_warps -= 1;
+        self.settle_cluster_barrier(cluster);
         if self.ctas[cta].live_warps == 0 {
             self.drop_cta(cta as u32);
             self.retired += 1;
@@ -200,16 +227,22 @@ impl Engine<'_> {
         let drained = |g: &WarpGroup| g.released == g.submitted && g.completed == g.submitted;
         if c.live_warps > 0
             || c.tma_in_flight > 0
+            || c.remote_in_flight > 0
             || !c.wgs.clone().all(|g| drained(&self.wgs[g as usize]))
         {
             return;
         }
-        let (warps, wgs) = (c.warps.clone(), c.wgs.clone());
+        let (warps, wgs, cluster) = (c.warps.clone(), c.wgs.clone(), c.cluster);
         // The observers forget it too (the sanitizer's per-CTA state), after its last event.
         self.record(Hook::CtaRetired { cta });
         self.warps.remove(warps);
         self.wgs.remove(wgs);
         self.ctas.remove(cta..cta + 1);
+        let cl = &mut self.clusters[cluster as usize];
+        cl.live_ctas -= 1;
+        if cl.live_ctas == 0 {
+            self.clusters.remove(cluster..cluster + 1);
+        }
     }
 
     pub(crate) fn free_cta_slot(&mut self, sm: u32) {

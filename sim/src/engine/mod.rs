@@ -34,14 +34,15 @@ use crate::gpu::preset::Preset;
 use crate::memory::system::MemSys;
 use crate::observe::sanitizer::{Finding, Sanitizer};
 use crate::observe::trace::{Tracer, BUSY_UNITS, L2_PORT_UNIT};
-use crate::sm::tma::TmaLoads;
+use crate::sm::cluster::RemoteArrival;
+use crate::sm::tma::TmaLoad;
 use event::Event;
 use isa::program::{slot, Kernel};
 use names::Names;
 use queue::EventQueue;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use state::{Cta, Live, Partition, Sm, Warp, WarpGroup};
+use state::{Cluster, Cta, Live, Partition, Slab, Sm, Warp, WarpGroup};
 use stats::RoleTotals;
 
 /// Control-flow steps a warp may take without issuing before the run is stopped
@@ -135,7 +136,12 @@ pub struct Engine<'a> {
     /// Latest cycle any booked work ends (kernel end covers in-flight work).
     pub(crate) horizon: u64,
     pub(crate) mma_flops: u64,
-    pub(crate) tma_loads: TmaLoads,
+    pub(crate) tma_loads: Slab<TmaLoad>,
+    /// The clusters alive now (`crate::sm::cluster`), and remote mbarrier arrivals on their way.
+    pub(crate) clusters: Live<Cluster>,
+    /// The SMs of each GPC (`preset::Cluster::gpcs`).
+    pub(crate) gpcs: Vec<u32>,
+    pub(crate) remote_arrivals: Slab<RemoteArrival>,
     pub(crate) sanitizer: Option<Sanitizer>,
     pub(crate) tracer: Option<Tracer>,
     progress: Option<Progress>,
@@ -265,7 +271,10 @@ impl<'a> Engine<'a> {
             tensor_base,
             horizon: start,
             mma_flops: 0,
-            tma_loads: TmaLoads::default(),
+            tma_loads: Slab::default(),
+            clusters: Live::default(),
+            gpcs: p.cluster.gpcs(p.sm.count),
+            remote_arrivals: Slab::default(),
             sanitizer: cfg.check.then(|| Sanitizer::new(names.clone())),
             names,
             tracer: None,
@@ -435,21 +444,25 @@ impl<'a> Engine<'a> {
 
     /// Stops the run with warp `w`'s fault at its current instruction (the first fault wins).
     pub(crate) fn fail(&mut self, w: u32, fault: Fault) {
+        let (cta, pc) = (self.warps[w as usize].cta, self.warps[w as usize].pc);
+        self.fail_at((w, pc), cta, fault);
+    }
+
+    /// Stops the run with the fault of warp `w`'s instruction at `pc`; a sanitizer finding
+    /// names CTA `cta` (where the mbarrier or slot is).
+    pub(crate) fn fail_at(&mut self, (w, pc): (u32, u32), cta: u32, fault: Fault) {
         if self.error.is_some() {
             return;
         }
         let message = match fault {
-            Fault::Hazard(finding) => {
-                let (cta, pc) = (self.warps[w as usize].cta, self.warps[w as usize].pc);
-                return self.hazard_at((w, pc), cta, finding);
-            }
+            Fault::Hazard(finding) => return self.hazard_at((w, pc), cta, finding),
             other => other.to_string(),
         };
         let warp = &self.warps[w as usize];
         let role = &self.k.roles[warp.role as usize];
         let path = role
             .paths
-            .get(warp.pc as usize)
+            .get(pc as usize)
             .cloned()
             .unwrap_or_else(|| format!("role `{}`: end of program", role.name));
         self.error = Some(SimError::Runtime {

@@ -93,6 +93,11 @@ impl Names {
         cta * self.slots_per_cta + self.buffers[buf as usize].1 + i
     }
 
+    /// The engine-wide index of the slot of CTA `cta` that is `slot` in its own CTA.
+    pub fn same_slot(&self, slot: u32, cta: u32) -> u32 {
+        cta * self.slots_per_cta + slot % self.slots_per_cta.max(1)
+    }
+
     /// `sB[2]` for an engine-wide slot index.
     pub fn slot_name(&self, slot: u32) -> String {
         let within = slot % self.slots_per_cta.max(1);

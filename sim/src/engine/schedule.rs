@@ -280,6 +280,11 @@ impl Engine<'_> {
             Inst::TmaStoreWait { n } => self.group_wait_outcome(w, GroupKind::TmaStores, n)?,
             Inst::CpAsyncWait { n } => self.group_wait_outcome(w, GroupKind::CpAsync, n)?,
             Inst::SetMaxNReg { inc: true, regs } => self.setmaxnreg_inc_outcome(w, *regs),
+            Inst::Shared {
+                store,
+                cta: Some(rank),
+                ..
+            } => self.dsmem_outcome(w, *store, rank, at),
             Inst::Shared { store, .. } => self.shared_outcome(w, *store, at),
             Inst::Global { store, .. } => self.global_outcome(w, *store, at),
             Inst::CpAsync { .. } => self.global_outcome(w, false, at),
@@ -293,6 +298,8 @@ impl Engine<'_> {
             | Inst::WgmmaCommit
             | Inst::BarSync { .. }
             | Inst::BarArrive { .. }
+            | Inst::ClusterArrive
+            | Inst::ClusterWait
             // A TMA load or store queues at the SM's unit in the order warps issue it; the
             // warp waits for its box to be taken (`hold_tma_issuer`).
             | Inst::TmaLoad { .. }
@@ -359,8 +366,28 @@ impl Engine<'_> {
                 self.issue_wgmma_commit(w);
                 true
             }
-            Inst::Arrive { bar, count } => {
+            Inst::Arrive {
+                bar,
+                count,
+                cta: None,
+            } => {
                 self.issue_arrive(w, bar, *count)?;
+                true
+            }
+            Inst::Arrive {
+                bar,
+                count,
+                cta: Some(rank),
+            } => {
+                self.issue_remote_arrive(w, bar, *count, rank)?;
+                true
+            }
+            Inst::ClusterArrive => {
+                self.issue_cluster_arrive(w);
+                true
+            }
+            Inst::ClusterWait => {
+                self.issue_cluster_wait(w)?;
                 true
             }
             Inst::ArriveExpectTx { bar, bytes } => {
@@ -377,14 +404,27 @@ impl Engine<'_> {
                 dst,
                 bar,
                 bytes,
+                multicast,
+                part,
+                parts,
             } => {
+                if let Some(part) = part {
+                    let i = self.eval(w, part)?;
+                    if i < 0 || i >= i64::from(*parts) {
+                        return Err(Fault::TmaPart {
+                            part: i,
+                            parts: *parts,
+                        });
+                    }
+                }
                 let op = TmaOperands {
                     tensor: *tensor,
                     coords,
                     slot: dst,
                     bytes: *bytes,
+                    parts: *parts,
                 };
-                self.issue_tma_load(w, op, bar)?;
+                self.issue_tma_load(w, op, bar, multicast.as_ref())?;
                 true
             }
             Inst::TmaStore {
@@ -398,6 +438,7 @@ impl Engine<'_> {
                     coords,
                     slot: src,
                     bytes: *bytes,
+                    parts: 1,
                 };
                 self.issue_tma_store(w, op)?;
                 true
@@ -442,8 +483,15 @@ impl Engine<'_> {
                 addr,
                 width,
                 sb,
+                cta,
             } => {
-                self.issue_shared(w, *store, slot, addr, *width, *sb)?;
+                let remote = match cta {
+                    Some(rank) => self.issue_dsmem(w, *store, slot, addr, *width, *sb, rank)?,
+                    None => false,
+                };
+                if !remote {
+                    self.issue_shared(w, *store, slot, addr, *width, *sb)?;
+                }
                 true
             }
             Inst::Global {
@@ -485,6 +533,7 @@ fn changes_state(inst: &Inst) -> bool {
             | Inst::ExpectTx { .. }
             | Inst::BarSync { .. }
             | Inst::BarArrive { .. }
+            | Inst::ClusterArrive
             | Inst::SetMaxNReg { .. }
             | Inst::Shared { store: true, .. }
             | Inst::Global { store: true, .. }

@@ -27,6 +27,8 @@ pub(crate) struct Warp {
     pub slot: u8,
     pub pc: u32,
     pub env: Vec<i64>,
+    /// `barrier.cluster.arrive`s issued: the phase its next `barrier.cluster.wait` needs.
+    pub cluster_arrivals: u32,
     /// The lanes taking part in the next instruction, and the lane-dependent `If`s and `Loop`s
     /// the warp is inside.
     pub lanes: Lanes,
@@ -160,8 +162,72 @@ pub(crate) struct Cta {
     /// The ids of the CTA's warps and warpgroups (consecutive: launched together).
     pub warps: std::ops::Range<u32>,
     pub wgs: std::ops::Range<u32>,
-    /// TMA loads issued and not yet landed: their events still refer to the CTA.
+    /// TMA loads issued and not yet landed, and remote arrivals on its mbarriers on their
+    /// way: their events still refer to the CTA.
     pub tma_in_flight: u32,
+    pub remote_in_flight: u32,
+    /// Its cluster (an id in `Engine::clusters`) and its rank there.
+    pub cluster: u32,
+    pub rank: u32,
+}
+
+/// A thread-block cluster: its CTAs (consecutive ids from `first_cta`, by rank) and its
+/// barrier (`crate::sm::cluster`).
+pub(crate) struct Cluster {
+    pub first_cta: u32,
+    pub size: u32,
+    /// CTAs not yet dropped, and warps not yet exited (the cluster barrier's count).
+    pub live_ctas: u32,
+    pub live_warps: u32,
+    pub barrier: crate::sm::cluster::ClusterBarrier,
+}
+
+/// Asynchronous work in flight (TMA loads, remote arrivals) by index, so that the events that
+/// complete it carry an index, not the work; a finished entry's index is reused.
+pub(crate) struct Slab<T> {
+    items: Vec<Option<T>>,
+    free: Vec<u32>,
+}
+
+impl<T> Default for Slab<T> {
+    fn default() -> Self {
+        Slab {
+            items: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+}
+
+impl<T: Copy> Slab<T> {
+    pub fn insert(&mut self, item: T) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.items[i as usize] = Some(item);
+                i
+            }
+            None => {
+                self.items.push(Some(item));
+                (self.items.len() - 1) as u32
+            }
+        }
+    }
+
+    pub fn get(&self, i: u32) -> T {
+        self.items[i as usize].expect("an entry's events refer to it until it is removed")
+    }
+
+    pub fn get_mut(&mut self, i: u32) -> &mut T {
+        self.items[i as usize]
+            .as_mut()
+            .expect("an entry's events refer to it until it is removed")
+    }
+
+    pub fn remove(&mut self, i: u32) -> T {
+        let item = self.get(i);
+        self.items[i as usize] = None;
+        self.free.push(i);
+        item
+    }
 }
 
 /// One SM's shared units and its CTA slots.
@@ -191,6 +257,8 @@ pub(crate) struct Sm {
     pub l1_waiting: VecDeque<u64>,
     pub local_miss: Link,
     pub local_bytes: u64,
+    /// The SM's requests to other SMs' shared memory (distributed shared memory).
+    pub dsmem: Link,
 }
 
 impl Sm {
@@ -211,6 +279,7 @@ impl Sm {
             l1_waiting: VecDeque::new(),
             local_miss: Link::new(p.local.miss_bytes_per_cycle),
             local_bytes: 0,
+            dsmem: Link::new(p.cluster.dsmem_bytes_per_cycle.max(f64::MIN_POSITIVE)),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The CTA scheduler: how many CTAs of a kernel fit on one SM at once (the minimum of the
-//! thread, register, shared-memory, warp-slot and CTA-slot limits), and which SM gets the next
-//! CTA.
+//! thread, register, shared-memory, warp-slot and CTA-slot limits), which SM gets the next
+//! CTA, and where a thread-block cluster goes: all its CTAs on one GPC.
 
 use crate::gpu::preset::Preset;
 use isa::program::{Kernel, WARP_SIZE};
@@ -57,6 +57,47 @@ pub fn least_loaded_sm(resident: impl Iterator<Item = u32>, limit: u32) -> Optio
         .map(|(i, _)| i)
 }
 
+/// The SMs for the next cluster of `size` CTAs, given each SM's resident CTAs, the SMs of
+/// each GPC (consecutive) and the CTAs an SM holds: the GPC with the most free CTA slots (the
+/// first on a tie) that has `size` of them, each CTA then on its least-loaded SM. `None` when
+/// no GPC has room: a cluster never spans GPCs, so slots left over in each stay idle.
+pub fn place_cluster(
+    resident: &[u32],
+    gpc_sms: &[u32],
+    limit: u32,
+    size: u32,
+) -> Option<Vec<usize>> {
+    let mut start = 0usize;
+    let mut best: Option<(u32, std::ops::Range<usize>)> = None;
+    for &n in gpc_sms {
+        let sms = start..start + n as usize;
+        start = sms.end;
+        let free: u32 = resident[sms.clone()]
+            .iter()
+            .map(|&r| limit.saturating_sub(r))
+            .sum();
+        if free >= size && best.as_ref().is_none_or(|(f, _)| free > *f) {
+            best = Some((free, sms));
+        }
+    }
+    let (_, sms) = best?;
+    let mut load = resident[sms.clone()].to_vec();
+    let placed = (0..size)
+        .map(|_| {
+            let i = least_loaded_sm(load.iter().copied(), limit).expect("the GPC has the room");
+            load[i] += 1;
+            sms.start + i
+        })
+        .collect();
+    Some(placed)
+}
+
+/// Clusters of `size` CTAs that fit on the GPU at once (`cudaOccupancyMaxActiveClusters`):
+/// each GPC holds as many as its SMs' CTA slots allow.
+pub fn max_active_clusters(gpc_sms: &[u32], ctas_per_sm: u32, size: u32) -> u32 {
+    gpc_sms.iter().map(|&n| n * ctas_per_sm / size.max(1)).sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,6 +109,7 @@ mod tests {
             gpu: "h100-sxm".into(),
             params: Default::default(),
             grid: 1,
+            cluster: 1,
             regs_per_thread: regs,
             tensors: vec![],
             buffers: vec![],
@@ -96,6 +138,27 @@ mod tests {
         assert_eq!(pick(&[2, 1, 2], 2), Some(1));
         assert_eq!(pick(&[2, 2], 2), None);
         assert_eq!(pick(&[], 2), None);
+    }
+
+    #[test]
+    fn a_cluster_goes_to_the_gpc_with_most_room_and_never_spans_two() {
+        // GPCs of 3 and 4 SMs, one CTA an SM.
+        let gpcs = [3, 4];
+        assert_eq!(place_cluster(&[0; 7], &gpcs, 1, 2), Some(vec![3, 4]));
+        assert_eq!(
+            place_cluster(&[0, 0, 0, 1, 1, 0, 0], &gpcs, 1, 2),
+            Some(vec![0, 1])
+        );
+        // Two free SMs, one in each GPC: no cluster of 2 fits.
+        assert_eq!(place_cluster(&[1, 1, 0, 1, 1, 1, 0], &gpcs, 1, 2), None);
+        // Two CTAs an SM: a cluster of 4 may double up on the GPC's SMs.
+        assert_eq!(
+            place_cluster(&[2, 2, 0, 2, 2, 2, 2], &gpcs, 2, 2),
+            Some(vec![2, 2])
+        );
+        assert_eq!(max_active_clusters(&gpcs, 1, 2), 1 + 2);
+        assert_eq!(max_active_clusters(&[18, 18, 16], 1, 16), 3);
+        assert_eq!(max_active_clusters(&[18, 18, 16], 1, 4), 4 + 4 + 4);
     }
 
     #[test]

@@ -29,6 +29,55 @@ pub struct Preset {
     pub l1: L1,
     pub local: Local,
     pub launch: Launch,
+    pub cluster: Cluster,
+}
+
+/// Thread-block clusters (`crate::sm::cluster`): where they are placed, and what distributed
+/// shared memory, remote arrivals, the cluster barrier and TMA multicast cost.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cluster {
+    /// The most CTAs a cluster may hold (1: no clusters) and the most without the non-portable
+    /// opt-in.
+    pub max_size: u32,
+    pub portable_size: u32,
+    /// The SMs of each GPC, in SM order: a cluster's CTAs are all placed on one GPC. Empty
+    /// without clusters. With another `sm.count` (an override), see [`Cluster::gpcs`].
+    #[serde(default)]
+    pub gpc_sms: Vec<u32>,
+    /// Cycles from a distributed-shared-memory load's issue to its result, without queueing.
+    #[serde(default)]
+    pub dsmem_latency: u64,
+    /// Bytes per cycle an SM's requests to other SMs' shared memory move at most.
+    #[serde(default)]
+    pub dsmem_bytes_per_cycle: f64,
+    /// Cycles from a remote `mbarrier.arrive` (`shared::cluster`) to its arrival counting.
+    #[serde(default)]
+    pub remote_arrive_latency: u64,
+    /// Cycles from the last warp's `barrier.cluster.arrive` to the waiters' release.
+    #[serde(default)]
+    pub barrier_latency: u64,
+    /// Cycles a multicast TMA box takes beyond a unicast one to land in the other CTAs.
+    #[serde(default)]
+    pub multicast_latency: u64,
+}
+
+impl Cluster {
+    /// The GPCs of a GPU of `sms` SMs: `gpc_sms` in order, repeated when `sms` is larger, the
+    /// last one cut where the SMs end (a preset whose `sm.count` is overridden keeps its GPCs'
+    /// sizes).
+    pub fn gpcs(&self, sms: u32) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut left = sms;
+        for &n in self.gpc_sms.iter().cycle() {
+            if left == 0 || n == 0 {
+                break;
+            }
+            out.push(n.min(left));
+            left -= n.min(left);
+        }
+        out
+    }
 }
 
 /// Kernels launched one after another in a stream (a scenario's `then`): the next kernel's
@@ -930,6 +979,28 @@ impl Preset {
         if let Some(message) = self.clock.problem() {
             return bad(message);
         }
+        let c = &self.cluster;
+        if c.max_size == 0
+            || c.portable_size == 0
+            || c.portable_size > c.max_size
+            || c.max_size > 16
+        {
+            return bad(format!(
+                "cluster.portable_size = {} and cluster.max_size = {} must satisfy 1 <= portable <= max <= 16",
+                c.portable_size, c.max_size
+            ));
+        }
+        if c.max_size > 1 {
+            if c.gpc_sms.is_empty() || c.gpc_sms.contains(&0) {
+                return bad(format!(
+                    "cluster.gpc_sms {:?} must list each GPC's SMs, every count positive",
+                    c.gpc_sms
+                ));
+            }
+            if c.dsmem_bytes_per_cycle <= 0.0 {
+                return bad("cluster.dsmem_bytes_per_cycle must be positive".to_string());
+            }
+        }
         Ok(())
     }
 
@@ -949,6 +1020,8 @@ impl Preset {
             has_tma: self.tma.has_tma,
             has_wgmma: self.tensor.has_wgmma,
             baseline_regs: self.regs.baseline,
+            max_cluster: self.cluster.max_size,
+            portable_cluster: self.cluster.portable_size,
         }
     }
 }

@@ -4,6 +4,7 @@
 use crate::analytic::bound::{Bound, BoundError};
 use crate::analytic::fmt::grouped;
 use crate::engine::RunStats;
+use crate::gpu::cta_scheduler::max_active_clusters;
 use crate::gpu::preset::Preset;
 use crate::observe::ncu;
 use crate::observe::warp_state::State;
@@ -12,6 +13,17 @@ use isa::program::{Kernel, WARP_SIZE};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write;
+
+/// A kernel's thread-block clusters, as the CTA scheduler places them.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClusterReport {
+    /// CTAs per cluster.
+    pub size: u32,
+    /// Clusters resident at once (`cudaOccupancyMaxActiveClusters`).
+    pub active: u32,
+    /// CTA slots no cluster can use at once.
+    pub idle_slots: u32,
+}
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
@@ -27,7 +39,12 @@ pub struct Report {
     /// CTAs resident per SM at once (occupancy), and the limit that sets it.
     pub ctas_per_sm: u32,
     pub occupancy_limiter: String,
-    /// ⌈CTAs / (SMs × CTAs per SM)⌉.
+    /// CTAs per thread-block cluster, and the clusters the GPU holds at once (a cluster stays
+    /// on one GPC, so GPCs may leave CTA slots idle); absent without clusters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<ClusterReport>,
+    /// ⌈CTAs / CTA slots⌉: the slots are SMs × CTAs per SM, or with clusters the clusters that
+    /// fit at once × their size.
     pub waves: u32,
     /// CTA slots the last wave uses, as a fraction of a full wave.
     pub last_wave_fill: f64,
@@ -287,7 +304,19 @@ impl Report {
             }
         };
         let m = &s.mem;
-        let slots = p.sm.count * s.occupancy.ctas.max(1);
+        let clusters = (k.cluster > 1).then(|| {
+            let gpcs = p.cluster.gpcs(p.sm.count);
+            let active = max_active_clusters(&gpcs, s.occupancy.ctas, k.cluster);
+            ClusterReport {
+                size: k.cluster,
+                active,
+                idle_slots: p.sm.count * s.occupancy.ctas - active * k.cluster,
+            }
+        });
+        let slots = match &clusters {
+            Some(c) => (c.active * c.size).max(1),
+            None => p.sm.count * s.occupancy.ctas.max(1),
+        };
         let waves = k.grid.div_ceil(slots);
         let dram_bytes = m.dram_read_bytes + m.dram_write_bytes;
         let units = [
@@ -406,6 +435,7 @@ impl Report {
             ctas: k.grid,
             ctas_per_sm: s.occupancy.ctas.min(k.grid),
             occupancy_limiter: s.occupancy.limiter().to_string(),
+            clusters,
             waves,
             last_wave_fill: (k.grid - (waves - 1) * slots) as f64 / slots as f64,
             sm_ctas: s.ctas_per_sm_run.iter().fold(BTreeMap::new(), |mut m, &c| {
@@ -530,6 +560,13 @@ impl Report {
             self.waves,
             self.seed
         );
+        if let Some(c) = &self.clusters {
+            let _ = writeln!(
+                o,
+                "  clusters    {} CTAs each, {} at once on the GPU's GPCs ({} CTA slots idle: a cluster never spans two GPCs)",
+                c.size, c.active, c.idle_slots
+            );
+        }
         let _ = writeln!(
             o,
             "  simulated   {} cycles = {:.2} µs at {} MHz ({clock_note})",

@@ -250,9 +250,23 @@ impl Sanitizer {
                     });
                 }
             }
-            Hook::TmaLoadIssued { warp, slot, bar } => {
+            Hook::TmaLoadIssued {
+                warp,
+                cta,
+                slot,
+                bar,
+            } => {
                 let (ci, wl) = self.warp(warp);
                 let (nw, ns) = (self.nw, self.ns);
+                if cta != ci {
+                    // Multicast into another CTA of the cluster: what its readers did is not
+                    // in this warp's clock (clocks are per CTA), so only the fill is recorded.
+                    let s = &mut self.cta(cta).slots[(slot % ns) as usize];
+                    s.fill = Some(Fill { bar, phase: None });
+                    s.loading += 1;
+                    s.readers.clear();
+                    return Ok(());
+                }
                 let c = self.cta(ci);
                 let known = &c.warps[wl as usize].clock;
                 let s = &mut c.slots[(slot % ns) as usize];
@@ -292,10 +306,13 @@ impl Sanitizer {
                     f.phase = Some(c.bars[f.bar as usize].completed);
                 }
             }
-            Hook::MbarrierArrived { warp, bar } => {
+            Hook::MbarrierArrived { warp, cta, bar } => {
                 let (ci, wl) = self.warp(warp);
-                let c = self.cta(ci);
-                join(&mut c.bars[bar as usize].open, &c.warps[wl as usize].clock);
+                // A remote arrival carries no clock: the sender's is of its own CTA.
+                if cta == ci {
+                    let c = self.cta(ci);
+                    join(&mut c.bars[bar as usize].open, &c.warps[wl as usize].clock);
+                }
             }
             Hook::MbarrierUpdated {
                 bar,
@@ -421,10 +438,12 @@ mod tests {
         [
             Hook::MbarrierArrived {
                 warp: PRODUCER,
+                cta: 0,
                 bar: FULL0,
             },
             Hook::TmaLoadIssued {
                 warp: PRODUCER,
+                cta: 0,
                 slot,
                 bar: FULL0,
             },
@@ -475,11 +494,47 @@ mod tests {
     }
 
     #[test]
+    fn a_multicast_fill_orders_the_other_ctas_readers_by_their_own_wait() {
+        let mut s = sanitizer();
+        // CTA 1's consumer read its sB[0] (slot 4 + B0); CTA 0's producer multicasts into it:
+        // CTA 0's clock knows nothing of CTA 1's readers, so no write-after-read is claimed.
+        assert_eq!(s.observe(&wgmma(CONSUMER + 8, [NO_SLOT, 4 + B0])), Ok(()));
+        let mcast = Hook::TmaLoadIssued {
+            warp: PRODUCER,
+            cta: 1,
+            slot: 4 + B0,
+            bar: FULL0,
+        };
+        assert_eq!(s.observe(&mcast), Ok(()));
+        // The fill is recorded: reading it before CTA 1's own wait is a read before arrival.
+        assert_eq!(
+            s.observe(&wgmma(CONSUMER + 8, [NO_SLOT, 4 + B0])),
+            Err(Finding::ReadBeforeArrival {
+                slot: "sB[0]".into(),
+                mbarrier: "full[0]".into(),
+                culprit: None,
+            })
+        );
+        // A remote arrival on CTA 1's barrier joins no clock of CTA 0 into it.
+        let remote = Hook::MbarrierArrived {
+            warp: PRODUCER,
+            cta: 1,
+            bar: EMPTY0,
+        };
+        assert_eq!(s.observe(&remote), Ok(()));
+        assert!(s.ctas[1].as_ref().unwrap().bars[EMPTY0 as usize]
+            .open
+            .iter()
+            .all(|&c| c == 0));
+    }
+
+    #[test]
     fn a_read_before_the_first_load_is_blamed_on_the_reader() {
         let mut s = sanitizer();
         assert_eq!(s.observe(&wgmma(CONSUMER + 8, [4 + A0, NO_SLOT])), Ok(()));
         let err = s.observe(&Hook::TmaLoadIssued {
             warp: PRODUCER + 8,
+            cta: 1,
             slot: 4 + A0,
             bar: FULL0,
         });
@@ -508,12 +563,14 @@ mod tests {
         hooks.extend([
             Hook::MbarrierArrived {
                 warp: CONSUMER,
+                cta: 0,
                 bar: EMPTY0,
             },
             phase(EMPTY0),
             wait(PRODUCER, EMPTY0, 0),
             Hook::TmaLoadIssued {
                 warp: PRODUCER,
+                cta: 0,
                 slot: A0,
                 bar: FULL0,
             },

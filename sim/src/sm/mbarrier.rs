@@ -198,7 +198,7 @@ impl Engine<'_> {
     }
 
     /// The warp's next instruction waits `cycles` in its mbarrier wait.
-    fn hold_for(&mut self, w: u32, cycles: u64) {
+    pub(crate) fn hold_for(&mut self, w: u32, cycles: u64) {
         if cycles > 0 {
             let until = self.now + cycles;
             let warp = &mut self.warps[w as usize];
@@ -313,10 +313,22 @@ impl Engine<'_> {
     }
 
     fn arrive(&mut self, w: u32, bar: u32, count: u32) -> Result<(), Fault> {
-        self.record(Hook::MbarrierArrived { warp: w, bar });
         let warp = &mut self.warps[w as usize];
         warp.after_tma_issue = false;
         let cta = warp.cta;
+        self.arrive_on(w, cta, bar, count)
+    }
+
+    /// `count` arrivals of warp `w` on mbarrier `bar` of CTA `cta` (its own, or another of its
+    /// cluster's).
+    pub(crate) fn arrive_on(
+        &mut self,
+        w: u32,
+        cta: u32,
+        bar: u32,
+        count: u32,
+    ) -> Result<(), Fault> {
+        self.record(Hook::MbarrierArrived { warp: w, cta, bar });
         let m = &mut self.ctas[cta as usize].mbars[bar as usize];
         let completed = m.arrive(count).map_err(|error| Fault::MBarrier {
             name: self.names.mbarrier(bar),

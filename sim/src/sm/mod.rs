@@ -1,8 +1,9 @@
 //! The SM's units — math pipes, tensor core, shared memory, TMA, the load/store path, mbarriers,
-//! named barriers, the register file, async-copy groups — each with the issue logic of the
+//! named barriers, the register file, async-copy groups, clusters — each with the issue logic of the
 //! instruction family that drives it (`impl Engine` blocks beside the unit's model).
 
 pub mod async_groups;
+pub mod cluster;
 pub mod local;
 pub mod lsu;
 pub mod mbarrier;

@@ -134,11 +134,15 @@ impl Iterator for BoxSpans {
 
 /// A TMA load in flight: where it lands, the bytes of its last chunk (the others carry
 /// `tma.chunk_bytes`), and what it completes: its box's transaction bytes, the slot it fills
-/// (engine-wide), and the warp and instruction that issued it (for diagnostics).
+/// (engine-wide), and the warp and instruction that issued it (for diagnostics). A multicast
+/// load lands in the CTAs of `dests` (cluster ranks; 0: only `cta`), each in the same slot and
+/// on the same mbarrier, `first` the CTA of rank 0.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TmaLoad {
     sm: u32,
     cta: u32,
+    dests: u16,
+    first: u32,
     bar: u32,
     last_chunk: u64,
     /// The box's rate into shared memory ([`fill_bytes_per_cycle`]) in the fill path's units.
@@ -149,44 +153,20 @@ pub(crate) struct TmaLoad {
     pc: u32,
 }
 
-/// The TMA loads in flight by index, so that their chunk events carry an index, not the
-/// load; a landed load's index is reused.
-#[derive(Default)]
-pub(crate) struct TmaLoads {
-    loads: Vec<Option<TmaLoad>>,
-    free: Vec<u32>,
+/// Whether a multicast load's issuer is not among the CTAs it lands in.
+fn outside(issuer: u32, dests: u16, first: u32) -> bool {
+    dests != 0 && u32::from(dests) & (1 << (issuer - first)) == 0
 }
 
-impl TmaLoads {
-    fn insert(&mut self, load: TmaLoad) -> u32 {
-        match self.free.pop() {
-            Some(i) => {
-                self.loads[i as usize] = Some(load);
-                i
-            }
-            None => {
-                self.loads.push(Some(load));
-                (self.loads.len() - 1) as u32
-            }
-        }
+/// The box of one of `parts` equal parts of a slot of shape `slot`: its rows (the dimension
+/// above the innermost) divided.
+pub fn part_box(slot: &[u64], parts: u32) -> [u64; MAX_RANK] {
+    let mut dims = [0; MAX_RANK];
+    dims[..slot.len()].copy_from_slice(slot);
+    if let Some(rows) = slot.len().checked_sub(2) {
+        dims[rows] /= u64::from(parts.max(1));
     }
-
-    fn get(&self, i: u32) -> TmaLoad {
-        self.loads[i as usize].expect("a load's events refer to it until it lands")
-    }
-
-    fn get_mut(&mut self, i: u32) -> &mut TmaLoad {
-        self.loads[i as usize]
-            .as_mut()
-            .expect("a load's events refer to it until it lands")
-    }
-
-    fn remove(&mut self, i: u32) -> TmaLoad {
-        let load = self.get(i);
-        self.loads[i as usize] = None;
-        self.free.push(i);
-        load
-    }
+    dims
 }
 
 /// The operands of a TMA load or store.
@@ -196,6 +176,8 @@ pub(crate) struct TmaOperands<'k> {
     pub slot: &'k SlotRef,
     /// Transaction bytes of the box (its full extent, zero fill included).
     pub bytes: u64,
+    /// The box is one of this many parts of the slot's rows (1: the whole slot).
+    pub parts: u32,
 }
 
 impl Engine<'_> {
@@ -211,9 +193,10 @@ impl Engine<'_> {
             *c = self.eval(w, code)?;
         }
         let base = self.tensor_base[op.tensor as usize];
-        let boxdims = &self.k.buffers[op.slot.buf as usize].shape;
+        let boxdims = part_box(&self.k.buffers[op.slot.buf as usize].shape, op.parts);
+        let rank = op.coords.len();
         Ok(
-            box_spans(&t.shape, t.dtype.bytes(), &c[..op.coords.len()], boxdims)
+            box_spans(&t.shape, t.dtype.bytes(), &c[..rank], &boxdims[..rank])
                 .map(move |(off, len)| (base + off, len)),
         )
     }
@@ -223,6 +206,7 @@ impl Engine<'_> {
         w: u32,
         op: TmaOperands,
         bar: &BarRef,
+        multicast: Option<&Code>,
     ) -> Result<(), Fault> {
         let now = self.now;
         self.slot_base(w, op.slot)?;
@@ -230,22 +214,36 @@ impl Engine<'_> {
         let spans = self.tma_spans(w, &op)?;
         let (sm, cta) = (self.warps[w as usize].sm, self.warps[w as usize].cta);
         let slot = self.slot_index(w, op.slot)?;
-        self.emit(Hook::TmaLoadIssued {
-            warp: w,
-            slot,
-            bar: b,
-        })?;
+        let (dests, first) = match multicast {
+            Some(mask) => self.multicast_dests(w, mask)?,
+            None => (0, cta),
+        };
+        for dest in self.load_ctas(cta, dests, first) {
+            let slot = self.names.same_slot(slot, dest);
+            self.emit(Hook::TmaLoadIssued {
+                warp: w,
+                cta: dest,
+                slot,
+                bar: b,
+            })?;
+            self.ctas[dest as usize].tma_in_flight += 1;
+        }
+        // An issuer outside its mask stays too: its warp names what goes wrong at a landing.
+        if outside(cta, dests, first) {
+            self.ctas[cta as usize].tma_in_flight += 1;
+        }
         self.warps[w as usize].after_tma_issue = true;
         let (start, issued) = self.sms[sm as usize]
             .tma_issue
             .book(now, self.p.tma.issue_cycles);
         self.hold_tma_issuer(w, issued);
         let at = start + self.p.tma.extra_latency;
-        self.ctas[cta as usize].tma_in_flight += 1;
         let buf = &self.k.buffers[op.slot.buf as usize];
         let i = self.tma_loads.insert(TmaLoad {
             sm,
             cta,
+            dests,
+            first,
             bar: b,
             last_chunk: 0,
             fill_fp_per_byte: fp_per_byte(fill_bytes_per_cycle(&self.p.tma, buf)),
@@ -352,19 +350,72 @@ impl Engine<'_> {
         self.q.push(end, Event::TxComplete(i));
     }
 
-    /// Books `bytes` of load `i` on its SM's fill path at the box's rate; returns when they are in.
+    /// Books `bytes` of load `i` on its SM's fill path at the box's rate, or on the fill path
+    /// of every SM it multicasts to; returns when they are in everywhere.
     fn fill(&mut self, i: u32, bytes: u64) -> u64 {
         let load = self.tma_loads.get(i);
-        self.sms[load.sm as usize]
-            .tma_fill
-            .book_at(self.now, bytes, load.fill_fp_per_byte)
+        if load.dests == 0 {
+            return self.sms[load.sm as usize].tma_fill.book_at(
+                self.now,
+                bytes,
+                load.fill_fp_per_byte,
+            );
+        }
+        let at = self.now + self.p.cluster.multicast_latency;
+        let mut end = at;
+        for dest in self.load_ctas(load.cta, load.dests, load.first) {
+            let sm = self.ctas[dest as usize].sm as usize;
+            end = end.max(
+                self.sms[sm]
+                    .tma_fill
+                    .book_at(at, bytes, load.fill_fp_per_byte),
+            );
+        }
+        end
+    }
+
+    /// The CTAs a load lands in: `cta` alone, or the ranks of `dests` from `first`.
+    fn load_ctas(&self, cta: u32, dests: u16, first: u32) -> impl Iterator<Item = u32> {
+        let ranks = if dests == 0 { 1 } else { u32::from(dests) };
+        let base = if dests == 0 { cta } else { first };
+        (0..16u32)
+            .filter(move |r| ranks & (1 << r) != 0)
+            .map(move |r| base + r)
+    }
+
+    /// A multicast's ctaMask: a non-empty set of ranks of warp `w`'s cluster, each CTA still
+    /// running. Returns the mask and the CTA of rank 0.
+    fn multicast_dests(&self, w: u32, mask: &Code) -> Result<(u16, u32), Fault> {
+        let m = self.eval(w, mask)?;
+        let c = &self.clusters[self.ctas[self.warps[w as usize].cta as usize].cluster as usize];
+        if m <= 0 || m >= 1 << c.size {
+            return Err(Fault::MulticastMask {
+                mask: m,
+                size: c.size,
+            });
+        }
+        for r in (0..c.size).filter(|r| m & (1 << r) != 0) {
+            if self
+                .ctas
+                .get(c.first_cta + r)
+                .is_none_or(|t| t.live_warps == 0)
+            {
+                return Err(Fault::RemoteExited {
+                    what: "a multicast TMA load",
+                    rank: r,
+                });
+            }
+        }
+        Ok((m as u16, c.first_cta))
     }
 
     /// The whole box is in shared memory: its slot is filled and its bytes complete-tx on the
     /// mbarrier; a finding there is the issuing warp's.
     pub(crate) fn on_tx_complete(&mut self, i: u32) {
         let TmaLoad {
-            cta,
+            cta: issuer,
+            dests,
+            first,
             bar,
             bytes,
             slot,
@@ -372,18 +423,30 @@ impl Engine<'_> {
             pc,
             ..
         } = self.tma_loads.remove(i);
-        self.record(Hook::TmaLoadLanded {
-            cta,
-            slot,
-            bar,
-            bytes,
-        });
-        if let Err(finding) = self.complete_tx(cta, bar, bytes) {
-            self.hazard_at((warp, pc), cta, finding);
-        }
-        self.ctas[cta as usize].tma_in_flight -= 1;
         self.last_progress = self.now;
-        self.drop_cta(cta);
+        for cta in self.load_ctas(issuer, dests, first) {
+            let slot = self.names.same_slot(slot, cta);
+            self.record(Hook::TmaLoadLanded {
+                cta,
+                slot,
+                bar,
+                bytes,
+            });
+            if let Err(finding) = self.complete_tx(cta, bar, bytes) {
+                self.hazard_at((warp, pc), cta, finding);
+            }
+            self.ctas[cta as usize].tma_in_flight -= 1;
+        }
+        if outside(issuer, dests, first) {
+            self.ctas[issuer as usize].tma_in_flight -= 1;
+        }
+        // The issuer last: its warp names a finding at another CTA's landing.
+        for cta in self.load_ctas(issuer, dests, first) {
+            if cta != issuer {
+                self.drop_cta(cta);
+            }
+        }
+        self.drop_cta(issuer);
     }
 }
 

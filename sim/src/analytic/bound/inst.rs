@@ -91,10 +91,13 @@ impl Walk<'_> {
                 tensor,
                 coords,
                 dst,
+                parts,
                 ..
             } => {
-                // The box streams into shared memory by the fill path, not the port.
-                let bytes = self.tma_box(w, d, *tensor, coords, dst, false)?;
+                // The box streams into shared memory by the fill path, not the port. A
+                // multicast box reads L2 once and fills every destination; only the issuing
+                // SM's fill is counted here (a lower bound for the others).
+                let bytes = self.tma_box(w, d, *tensor, coords, dst, *parts, false)?;
                 let buf = &self.k.buffers[dst.buf as usize];
                 d.fill_bytes += bytes;
                 // Saturating: a box of up to 2^48 bytes at sub-cycle resolution may not fit.
@@ -109,7 +112,7 @@ impl Walk<'_> {
                 src,
                 bytes,
             } => {
-                d.store_bytes += self.tma_box(w, d, *tensor, coords, src, true)?;
+                d.store_bytes += self.tma_box(w, d, *tensor, coords, src, 1, true)?;
                 d.smem += bytes.div_ceil(port);
                 Ok(1)
             }
@@ -184,6 +187,8 @@ impl Walk<'_> {
             | Inst::WgmmaWait { .. }
             | Inst::BarSync { .. }
             | Inst::BarArrive { .. }
+            | Inst::ClusterArrive
+            | Inst::ClusterWait
             | Inst::SetMaxNReg { .. }
             | Inst::CpAsyncCommit
             | Inst::CpAsyncWait { .. }
@@ -200,10 +205,11 @@ impl Walk<'_> {
         tensor: u16,
         coords: &[Code],
         slot: &SlotRef,
+        parts: u32,
         store: bool,
     ) -> Result<u64, WalkError> {
         self.slot_base(w, slot)?;
-        let spans = self.tma_spans(w, tensor, coords, slot.buf)?;
+        let spans = self.tma_spans(w, tensor, coords, slot.buf, parts)?;
         self.spend(spans.len() as u64)?;
         let traffic: u64 = spans.iter().map(|s| s.1).sum();
         for (addr, len) in spans {
@@ -286,6 +292,7 @@ impl Walk<'_> {
         tensor: u16,
         coords: &[Code],
         buf: u16,
+        parts: u32,
     ) -> Result<Vec<(u64, u64)>, WalkError> {
         let (base, _) = self.tensor(tensor)?;
         let t = &self.k.tensors[tensor as usize];
@@ -293,17 +300,20 @@ impl Walk<'_> {
             .iter()
             .map(|c| w.eval(c))
             .collect::<Result<Vec<i64>, WalkError>>()?;
-        let boxdims = &self.k.buffers[buf as usize].shape;
-        if t.shape.is_empty() || c.len() != t.shape.len() || boxdims.len() != t.shape.len() {
+        let shape = &self.k.buffers[buf as usize].shape;
+        if t.shape.is_empty() || c.len() != t.shape.len() || shape.len() != t.shape.len() {
             return Err(WalkError::TmaRank {
-                rank: boxdims.len(),
+                rank: shape.len(),
                 coords: c.len(),
                 tensor_rank: t.shape.len(),
             });
         }
-        Ok(tma::box_spans(&t.shape, t.dtype.bytes(), &c, boxdims)
-            .map(|(off, len)| (base + off, len))
-            .collect())
+        let boxdims = tma::part_box(shape, parts);
+        Ok(
+            tma::box_spans(&t.shape, t.dtype.bytes(), &c, &boxdims[..c.len()])
+                .map(|(off, len)| (base + off, len))
+                .collect(),
+        )
     }
 
     /// The lanes' addresses of a per-lane byte offset `addr` into tensor `tensor`.

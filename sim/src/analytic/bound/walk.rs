@@ -127,8 +127,7 @@ impl<'a> Walk<'a> {
         env[slot::WARP as usize] = id.warp as i64;
         env[slot::WG as usize] = id.wg as i64;
         env[slot::WARP_ID as usize] = id.warp_in_cta as i64;
-        env[slot::CTA as usize] = id.cta as i64;
-        env[slot::NUM_CTAS as usize] = self.k.grid as i64;
+        slot::set_cta(&mut env, id.cta, self.k.grid, self.k.cluster);
         let mut w = WarpWalk {
             env,
             lanes: Lanes::default(),

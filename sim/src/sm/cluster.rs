@@ -1,0 +1,281 @@
+//! Thread-block clusters (PTX ISA, "Cluster of Cooperative Thread Arrays"): the CTAs of a
+//! cluster run at once on one GPC (placement: `crate::gpu::cta_scheduler`) and reach each
+//! other's shared memory through the SM-to-SM network.
+//!
+//! Issued here:
+//! - `barrier.cluster.arrive` / `barrier.cluster.wait`: a phase completes when every warp of the
+//!   cluster that has not exited has arrived (PTX: "all non-exited threads of the cluster");
+//!   its waiters resume `cluster.barrier_latency` cycles after the last arrival.
+//! - A remote `mbarrier.arrive` (`Arrive(cta: ...)`): counted on the other CTA's mbarrier
+//!   `cluster.remote_arrive_latency` cycles after its issue.
+//! - Distributed shared memory (`LdShared`/`StShared` with `cta`): the bytes leave through the
+//!   issuing SM's DSMEM link (`cluster.dsmem_bytes_per_cycle`), take their wavefronts on the
+//!   other SM's shared-memory port, and a load's result is back `cluster.dsmem_latency` cycles
+//!   later. An access to the CTA's own rank is an ordinary shared-memory access.
+//!
+//! TMA multicast is in `crate::sm::tma`.
+
+use crate::engine::error::Fault;
+use crate::engine::event::Event;
+use crate::engine::schedule::{Outcome, Pending};
+use crate::engine::Engine;
+use crate::observe::warp_state::State;
+use isa::expr::Code;
+use isa::program::{BarRef, SlotRef};
+
+/// A cluster's barrier: arrivals in the open phase, phases completed, and the warps waiting.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterBarrier {
+    arrived: u32,
+    completed: u32,
+    /// When the last completed phase releases its warps.
+    released_at: u64,
+    waiters: Vec<u32>,
+}
+
+impl ClusterBarrier {
+    /// Warps arrived in the open phase.
+    pub fn arrived(&self) -> u32 {
+        self.arrived
+    }
+    pub fn waiters(&self) -> &[u32] {
+        &self.waiters
+    }
+
+    /// The open phase completes when its arrivals reach the cluster's live warps (`live`):
+    /// returns the waiters to release, at `at`.
+    fn settle(&mut self, live: u32, at: u64) -> Option<Vec<u32>> {
+        if self.arrived == 0 || self.arrived < live {
+            return None;
+        }
+        self.arrived = 0;
+        self.completed += 1;
+        self.released_at = at;
+        Some(std::mem::take(&mut self.waiters))
+    }
+}
+
+/// A remote mbarrier arrival on its way: the target CTA and mbarrier, the arrival count, and
+/// the warp and instruction that sent it (for diagnostics).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RemoteArrival {
+    cta: u32,
+    bar: u32,
+    count: u32,
+    warp: u32,
+    pc: u32,
+}
+
+impl Engine<'_> {
+    /// The CTA of cluster rank `rank` (an expression) of warp `w`'s cluster, with the rank.
+    pub(crate) fn cluster_cta(
+        &self,
+        w: u32,
+        rank: &Code,
+        what: &'static str,
+    ) -> Result<u32, Fault> {
+        let r = self.eval(w, rank)?;
+        let own = &self.ctas[self.warps[w as usize].cta as usize];
+        let c = &self.clusters[own.cluster as usize];
+        if r < 0 || r >= c.size as i64 {
+            return Err(Fault::ClusterRank {
+                rank: r,
+                size: c.size,
+            });
+        }
+        let cta = c.first_cta + r as u32;
+        if self.ctas.get(cta).is_none_or(|t| t.live_warps == 0) {
+            return Err(Fault::RemoteExited {
+                what,
+                rank: r as u32,
+            });
+        }
+        Ok(cta)
+    }
+
+    /// `barrier.cluster.arrive` by warp `w`.
+    pub(crate) fn issue_cluster_arrive(&mut self, w: u32) {
+        let warp = &mut self.warps[w as usize];
+        warp.cluster_arrivals += 1;
+        let cluster = self.ctas[warp.cta as usize].cluster;
+        self.clusters[cluster as usize].barrier.arrived += 1;
+        self.settle_cluster_barrier(cluster);
+    }
+
+    /// A warp of `cluster` arrived or exited: the phase may be complete.
+    pub(crate) fn settle_cluster_barrier(&mut self, cluster: u32) {
+        let at = self.now + self.p.cluster.barrier_latency;
+        let c = &mut self.clusters[cluster as usize];
+        if let Some(waiters) = c.barrier.settle(c.live_warps, at) {
+            for w in waiters {
+                self.q.push(at, Event::Release(w));
+            }
+        }
+    }
+
+    /// `barrier.cluster.wait` by warp `w`: passes once the phase of its last arrival has
+    /// completed and released; otherwise the warp is held until then.
+    pub(crate) fn issue_cluster_wait(&mut self, w: u32) -> Result<(), Fault> {
+        let warp = &self.warps[w as usize];
+        let need = warp.cluster_arrivals;
+        if need == 0 {
+            return Err(Fault::ClusterWaitWithoutArrive);
+        }
+        let cluster = self.ctas[warp.cta as usize].cluster;
+        let b = &mut self.clusters[cluster as usize].barrier;
+        let release = if b.completed >= need {
+            (b.released_at > self.now).then_some(b.released_at)
+        } else {
+            b.waiters.push(w);
+            None
+        };
+        let blocked = b.completed < need;
+        if blocked || release.is_some() {
+            let warp = &mut self.warps[w as usize];
+            warp.hold = Some(State::NamedBarrier);
+            warp.hold_pc = warp.pc;
+        }
+        if let Some(t) = release {
+            self.q.push(t, Event::Release(w));
+        }
+        Ok(())
+    }
+
+    /// A remote `mbarrier.arrive` on cluster rank `rank`'s `bar`: it counts there
+    /// `cluster.remote_arrive_latency` cycles later. On the warp's own rank it is a local one.
+    pub(crate) fn issue_remote_arrive(
+        &mut self,
+        w: u32,
+        bar: &BarRef,
+        count: u32,
+        rank: &Code,
+    ) -> Result<(), Fault> {
+        let cta = self.cluster_cta(w, rank, "mbarrier.arrive")?;
+        if cta == self.warps[w as usize].cta {
+            return self.issue_arrive(w, bar, count);
+        }
+        let b = self.bar_index(w, bar)?;
+        self.hold_for(w, self.p.barriers.arrive_cycles);
+        self.warps[w as usize].after_tma_issue = false;
+        // Both CTAs stay until it lands: the target's barrier, the sender's names for errors.
+        let sender = self.warps[w as usize].cta;
+        self.ctas[cta as usize].remote_in_flight += 1;
+        self.ctas[sender as usize].remote_in_flight += 1;
+        let i = self.remote_arrivals.insert(RemoteArrival {
+            cta,
+            bar: b,
+            count,
+            warp: w,
+            pc: self.warps[w as usize].pc,
+        });
+        let at = self.now + self.p.cluster.remote_arrive_latency;
+        self.q.push(at, Event::RemoteArrive(i));
+        self.book_horizon(at);
+        Ok(())
+    }
+
+    /// A remote arrival reaches its mbarrier; an error there is the sending warp's.
+    pub(crate) fn on_remote_arrive(&mut self, i: u32) {
+        let RemoteArrival {
+            cta,
+            bar,
+            count,
+            warp,
+            pc,
+        } = self.remote_arrivals.remove(i);
+        let sender = self.warps[warp as usize].cta;
+        self.ctas[cta as usize].remote_in_flight -= 1;
+        self.ctas[sender as usize].remote_in_flight -= 1;
+        self.last_progress = self.now;
+        if let Err(fault) = self.arrive_on(warp, cta, bar, count) {
+            self.fail_at((warp, pc), cta, fault);
+        }
+        self.drop_cta(cta);
+        self.drop_cta(sender);
+    }
+
+    /// A remote store waits for the registers it writes out, and any remote access for room
+    /// in the DSMEM link's queue (`smem.queue_cycles` of backlog, as the port's); an access to
+    /// the CTA's own rank is a local one. A rank that cannot be evaluated faults at issue.
+    pub(crate) fn dsmem_outcome(&self, w: u32, store: bool, rank: &Code, at: Pending) -> Outcome {
+        let warp = &self.warps[w as usize];
+        let cta = &self.ctas[warp.cta as usize];
+        if self.eval(w, rank).is_ok_and(|r| r == i64::from(cta.rank)) {
+            return self.shared_outcome(w, store, at);
+        }
+        let link_free = self.sms[warp.sm as usize].dsmem.next_free();
+        let queue = self.p.smem.queue_cycles;
+        match at.scoreboard {
+            Some(stall) if store => stall,
+            _ if link_free > self.now + queue => {
+                Outcome::StallUntil(State::MioThrottle, link_free - queue)
+            }
+            _ => Outcome::Ready,
+        }
+    }
+
+    /// ld/st.shared on cluster rank `rank`'s shared memory: through this SM's DSMEM link to the
+    /// other SM's port. Returns `false` when the rank is the warp's own CTA (a local access).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn issue_dsmem(
+        &mut self,
+        w: u32,
+        store: bool,
+        s: &SlotRef,
+        addr: &Code,
+        width: u32,
+        sb: Option<u8>,
+        rank: &Code,
+    ) -> Result<bool, Fault> {
+        let what = if store {
+            "st.shared::cluster"
+        } else {
+            "ld.shared::cluster"
+        };
+        let cta = self.cluster_cta(w, rank, what)?;
+        if cta == self.warps[w as usize].cta {
+            return Ok(false);
+        }
+        let base = self.slot_base(w, s)?;
+        let limit = self.k.buffers[s.buf as usize].slot_bytes;
+        let addrs = self.lane_addrs(w, addr, base, limit, width, "the slot")?;
+        let bytes = u64::from(addrs.mask.count_ones()) * u64::from(width);
+        let wf = super::smem::wavefronts(&addrs, width, self.p.smem.banks, self.p.smem.bank_bytes);
+        let (src, dst) = (
+            self.warps[w as usize].sm as usize,
+            self.ctas[cta as usize].sm as usize,
+        );
+        let sent = self.sms[src].dsmem.book(self.now, bytes);
+        let (_, served) = self.sms[dst].port.book(sent, u64::from(wf));
+        let done = served + self.p.cluster.dsmem_latency;
+        self.book_horizon(done);
+        if !store {
+            self.warps[w as usize].load_result(sb, done, State::LongScoreboard);
+        }
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_phase_completes_when_every_live_warp_has_arrived() {
+        let mut b = ClusterBarrier {
+            arrived: 3,
+            ..Default::default()
+        };
+        assert_eq!(b.settle(4, 10), None);
+        b.waiters = vec![7, 8, 9];
+        b.arrived = 4;
+        assert_eq!(b.settle(4, 10), Some(vec![7, 8, 9]));
+        assert_eq!((b.arrived, b.completed, b.released_at), (0, 1, 10));
+        // A warp that exits lowers the count: the three that arrived complete the phase.
+        b.arrived = 3;
+        assert_eq!(b.settle(3, 20), Some(vec![]));
+        // No arrival, no phase: exits alone complete nothing.
+        assert_eq!(b.settle(0, 30), None);
+        assert_eq!(b.completed, 2);
+    }
+}

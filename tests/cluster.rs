@@ -1,0 +1,243 @@
+//! Thread-block clusters: placement on one GPC, TMA multicast, distributed shared memory,
+//! remote mbarrier arrivals and the cluster barrier, with their errors.
+
+use crate::common::{fixture, scenario, sets, sim, stdout_of, temp_scenario};
+use sim::engine::{Config, Engine, RunStats, SimError};
+use sim::gpu::preset::Preset;
+use sim::run::{self, RunOptions};
+
+fn run_file(path: &std::path::Path, pairs: &[(&str, i64)]) -> Result<RunStats, SimError> {
+    let (kernel, preset) = run::load(path, &sets(pairs)).unwrap();
+    Engine::new(&kernel, &preset, Config::default()).run()
+}
+
+fn twin(pairs: &[(&str, i64)]) -> RunStats {
+    run_file(&scenario("calibration/cluster"), pairs).unwrap()
+}
+
+/// Cycles one more step of the twin's `key` loop takes: the slope between 1000 and 2000.
+fn per_step(key: &str, pairs: &[(&str, i64)]) -> u64 {
+    let at = |n: i64| {
+        let mut p = pairs.to_vec();
+        p.push((key, n));
+        twin(&p).cycles
+    };
+    (at(2000) - at(1000)) / 1000
+}
+
+/// A multicast tile is read from L2 once for the whole cluster; unicast reads it once per CTA.
+/// DRAM sees each tile once either way (the L2 keeps it for the other CTAs' reads).
+#[test]
+fn multicast_reads_each_tile_once_per_cluster() {
+    for cluster in [2, 4] {
+        let run = |mcast| {
+            run_file(
+                &fixture("cluster"),
+                &[("cluster", cluster), ("mcast", mcast)],
+            )
+            .unwrap()
+        };
+        let (uni, multi) = (run(0), run(1));
+        // 2 clusters x 8 k-tiles x 128 rows x 64 bf16.
+        let tiles = 2 * 8 * 128 * 64 * 2;
+        assert_eq!(multi.mem.l2_bytes, tiles, "cluster {cluster}");
+        assert_eq!(
+            uni.mem.l2_bytes,
+            cluster as u64 * tiles,
+            "cluster {cluster}"
+        );
+        assert_eq!(uni.mem.dram_read_bytes, multi.mem.dram_read_bytes);
+        assert_eq!(multi.mem.dram_read_bytes, tiles);
+        assert_eq!(uni.flops, multi.flops);
+    }
+}
+
+/// A cluster's CTAs all run on one GPC: with the H100's GPCs of 18, 18 and six of 16 SMs, 8
+/// clusters of 16 fit at once and each 18-SM GPC keeps 2 SMs idle.
+#[test]
+fn clusters_stay_on_one_gpc() {
+    let p = Preset::builtin("h100-sxm").unwrap();
+    assert_eq!(p.cluster.gpc_sms, [18, 18, 16, 16, 16, 16, 16, 16]);
+    let wide = [("cluster", 16), ("clusters", 8), ("n", 256)];
+    let s = run_file(&fixture("cluster"), &wide).unwrap();
+    let idle: Vec<usize> = s
+        .ctas_per_sm_run
+        .iter()
+        .enumerate()
+        .filter(|(_, &c)| c == 0)
+        .map(|(sm, _)| sm)
+        .collect();
+    assert_eq!(idle, [16, 17, 34, 35]);
+    let (kernel, preset) = run::load(&fixture("cluster"), &sets(&wide)).unwrap();
+    let report = run::simulate("cluster", &kernel, &preset, &RunOptions::default()).unwrap();
+    let c = report.clusters.as_ref().unwrap();
+    assert_eq!((c.size, c.active, c.idle_slots), (16, 8, 4));
+    // 20 clusters of 16 at 8 a wave: 3 waves.
+    let out = stdout_of(&[
+        "run",
+        fixture("cluster").to_str().unwrap(),
+        "--set",
+        "cluster=16",
+        "--set",
+        "clusters=20",
+        "--set",
+        "n=256",
+        "--no-trace",
+    ]);
+    assert!(
+        out.contains("320 CTA(s) on 132 of 132 SMs, 1 per SM (limit: regs), 3 wave(s)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("clusters    16 CTAs each, 8 at once on the GPU's GPCs (4 CTA slots idle"),
+        "{out}"
+    );
+}
+
+/// A remote shared-memory load costs the preset's DSMEM latency plus a cycle on the link and
+/// one on the other SM's port; a local one, or one through the CTA's own cluster address, the
+/// shared-memory latency. The cluster barrier releases its warps `barrier_latency` after the
+/// last arrival; two threads handing an mbarrier phase back and forth by remote arrivals take
+/// two remote arrivals and two wake-ups a round trip.
+#[test]
+fn remote_accesses_cost_the_preset_latencies() {
+    let p = Preset::builtin("h200-sxm").unwrap();
+    let c = &p.cluster;
+    let chase = |place| per_step("hops", &[("test", 0), ("where", place)]);
+    assert_eq!(chase(2), c.dsmem_latency + 2);
+    assert_eq!(chase(0), p.smem.latency + 1);
+    assert_eq!(chase(1), chase(0));
+    assert_eq!(per_step("iters", &[("test", 2)]), c.barrier_latency);
+    let hand_off = c.remote_arrive_latency + p.barriers.mbarrier_latency + 1;
+    assert_eq!(per_step("iters", &[("test", 3)]), 2 * hand_off);
+}
+
+/// DSMEM bandwidth is the requesting SM's link: 32 warps reading their peer's shared memory
+/// move `dsmem_bytes_per_cycle` an SM, whether one CTA reads or both read each other.
+#[test]
+fn distributed_shared_memory_moves_at_the_link_rate() {
+    let p = Preset::builtin("h200-sxm").unwrap();
+    let rate = |pairs: &[(&str, i64)]| {
+        let at = |rounds: i64| {
+            let mut q = pairs.to_vec();
+            q.extend([("test", 1), ("threads", 1024), ("rounds", rounds)]);
+            twin(&q).cycles as f64
+        };
+        // 32 warps x 32 lanes x 8 accesses x 16 B a round.
+        (32.0 * 32.0 * 8.0 * 16.0 * 64.0) / (at(128) - at(64))
+    };
+    for pairs in [&[][..], &[("both", 1)], &[("st", 1)]] {
+        let r = rate(pairs);
+        let want = p.cluster.dsmem_bytes_per_cycle;
+        assert!((r - want).abs() / want < 0.01, "{pairs:?}: {r} B/cycle");
+    }
+}
+
+/// The mistakes a cluster kernel can make, each with its message.
+#[test]
+fn cluster_errors_name_the_limit_the_rank_or_the_barrier() {
+    let cluster = fixture("cluster");
+    let path = cluster.to_str().unwrap();
+    let fails = |args: &[&str], message: &str| {
+        let out = sim(args);
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(message), "{args:?}: {err}");
+    };
+    fails(
+        &["check", path, "--set", "cluster=32", "--set", "n=256"],
+        "a cluster of 32 CTAs does not fit: h100-sxm places at most 16 CTAs in a cluster (8 portably, more with the non-portable opt-in)\n  --> ",
+    );
+    fails(
+        &["check", path, "--gpu", "a100-sxm"],
+        "a100-sxm has no thread-block clusters (cluster size 2)",
+    );
+    let text = std::fs::read_to_string(&cluster).unwrap();
+    let edited = |name: &str, from: &str, to: &str| {
+        assert!(text.contains(from), "{from}");
+        temp_scenario(name, &text.replacen(from, to, 1))
+    };
+    let grid = edited(
+        "cluster_grid.ron",
+        "grid: \"clusters * cluster\"",
+        "grid: 3",
+    );
+    fails(
+        &["check", grid.to_str().unwrap()],
+        "the grid of 3 CTAs is not a whole number of clusters of 2",
+    );
+    let mask = edited(
+        "cluster_mask.ron",
+        "multicast: \"(1 << cluster) - 1\"",
+        "multicast: \"8\"",
+    );
+    fails(
+        &["check", mask.to_str().unwrap()],
+        "warp producer0.w0: multicast mask 0x8 names no CTA or a rank outside the cluster of 2 CTAs\n  = in role `producer`: program[0] if.then[0] loop(kb).body[3] if.then[0] tma_load",
+    );
+    let rank = edited("cluster_rank.ron", "cta: \"r\"", "cta: \"r + 1\"");
+    fails(
+        &["check", rank.to_str().unwrap()],
+        "cluster rank 2 is out of range: the cluster has 2 CTAs (0..2)",
+    );
+    // Rank 1 leaves at once; rank 0 arrives on its barrier later.
+    let gone = temp_scenario(
+        "cluster_gone.ron",
+        r#"Scenario(
+    name: "gone",
+    gpu: "h100-sxm",
+    kernel: Kernel(
+        grid: 2,
+        cluster: 2,
+        regs_per_thread: 32,
+        mbarriers: [MBarrier(name: "b", arrivals: 1)],
+        roles: [Role(name: "a", regs: 32, program: [
+            If(cond: "cluster_rank == 0 && warp == 0", then: [
+                Stall(1000),
+                Arrive(bar: "b[0]", elect: true, cta: 1),
+            ]),
+        ])],
+    ),
+)"#,
+    );
+    fails(
+        &["check", gone.to_str().unwrap()],
+        "mbarrier.arrive on CTA rank 1 of the cluster, which has exited (its shared memory is gone: a cluster barrier before exit keeps it)",
+    );
+}
+
+/// A warp that never reaches the cluster barrier leaves the others waiting: the deadlock report
+/// says how many of the cluster's running warps arrived, and names each CTA's rank.
+#[test]
+fn a_cluster_barrier_deadlock_counts_the_arrivals() {
+    let text = r#"Scenario(
+    name: "stuck",
+    gpu: "h100-sxm",
+    kernel: Kernel(
+        grid: 2,
+        cluster: 2,
+        regs_per_thread: 32,
+        mbarriers: [MBarrier(name: "never", arrivals: 1)],
+        roles: [
+            Role(name: "a", regs: 32, program: [ClusterArrive, ClusterWait]),
+            Role(name: "b", regs: 32, program: [Wait(bar: "never[0]", parity: 0)]),
+        ],
+    ),
+)"#;
+    let path = temp_scenario("cluster_stuck.ron", text);
+    let out = sim(&["check", path.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("CTA 1 (cluster rank 1) warp a0.w3 at role `a`: program[1] barrier.cluster.wait: waits at the cluster barrier: 8 of the cluster's 16 running warps arrived"),
+        "{err}"
+    );
+    let lonely = text.replace("[ClusterArrive, ClusterWait]", "[ClusterWait]");
+    let path = temp_scenario("cluster_lonely.ron", &lonely);
+    let out = sim(&["check", path.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("barrier.cluster.wait without a barrier.cluster.arrive before it"),
+        "{err}"
+    );
+}
