@@ -11,6 +11,7 @@ mod analytic_cli;
 mod analytic_models;
 mod attention;
 mod e2e;
+mod explore;
 mod fundamentals;
 mod fuzz;
 mod gemm_library;

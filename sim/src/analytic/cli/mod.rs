@@ -1,11 +1,13 @@
-//! `sim analyze gemm|attention|decode`: the analytic models' tables, as plain text, for any
+//! `sim analyze gemm|attention|decode|occupancy|waves|wgmma`: the analytic models' tables, as plain text, for any
 //! GPU spec, one file per subcommand. Every input error comes back as an [`AnalyzeError`] for
 //! the binary to print; nothing here runs the engine.
 
-mod attention;
+pub(crate) mod attention;
 mod decode;
 mod gemm;
+pub(crate) mod occupancy;
 pub(crate) mod tune;
+pub(crate) mod wgmma;
 
 use super::error::InputError;
 use super::tune::MediansError;
@@ -27,6 +29,12 @@ enum Model {
     Attention(attention::AttentionArgs),
     /// Split-KV decode time for a range of split counts.
     Decode(decode::DecodeArgs),
+    /// CTAs per SM of one block under each of the four limits, and the binding one.
+    Occupancy(occupancy::OccupancyArgs),
+    /// How a grid's tiles fill the GPU in waves of SMs x CTAs per SM.
+    Waves(occupancy::WavesArgs),
+    /// wgmma's math against its operand feed for a range of N (Hopper).
+    Wgmma(wgmma::WgmmaArgs),
 }
 
 /// Why `sim analyze` printed nothing.
@@ -41,8 +49,8 @@ pub enum AnalyzeError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{0} has no wgmma; the attention model is for Hopper (h100-sxm, h200-sxm)")]
-    NoWgmma(&'static str),
+    #[error("{0} has no wgmma; the {1} model is for Hopper (h100-sxm, h200-sxm)")]
+    NoWgmma(&'static str, &'static str),
     #[error("--l2-hit {0} must be in [0, 1)")]
     HitRate(f64),
     #[error("--{name} {value} must be a multiple of {step} in {min}..={max}")]
@@ -63,6 +71,9 @@ pub fn run(args: &AnalyzeArgs) -> Result<String, AnalyzeError> {
         Model::Gemm(a) => gemm::run(a),
         Model::Attention(a) => attention::run(a),
         Model::Decode(a) => decode::run(a),
+        Model::Occupancy(a) => occupancy::run(a),
+        Model::Waves(a) => occupancy::run_waves(a),
+        Model::Wgmma(a) => wgmma::run(a),
     }
 }
 
@@ -73,6 +84,26 @@ fn hit_rate(h: f64) -> Result<f64, AnalyzeError> {
     } else {
         Err(AnalyzeError::HitRate(h))
     }
+}
+
+/// `value` must be a multiple of `step` in `min..=max`: the wgmma shapes.
+fn check_step(
+    name: &'static str,
+    value: u64,
+    step: u64,
+    min: u64,
+    max: u64,
+) -> Result<(), AnalyzeError> {
+    if value < min || value > max || !value.is_multiple_of(step) {
+        return Err(AnalyzeError::NotAStep {
+            name,
+            value,
+            step,
+            min,
+            max,
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
