@@ -166,6 +166,27 @@ mod tests {
             ),
             ("decode --splits 0", "splits = 0 must be in 1..=128"),
             (
+                "occupancy --threads 2048",
+                "threads = 2048 must be in 1..=1024",
+            ),
+            (
+                "occupancy --gpu a100-sxm --smem 200000",
+                "shared memory = 200000 must be at most 166912",
+            ),
+            ("waves --tiles 0", "tiles = 0 must be in 1..=1073741824"),
+            (
+                "waves --tiles 9 --gpu rtx3070 --ctas-per-sm 17",
+                "ctas-per-sm = 17 must be in 1..=16",
+            ),
+            (
+                "wgmma --n 64,100",
+                "--n 100 must be a multiple of 8 in 8..=256",
+            ),
+            (
+                "wgmma --gpu rtx3070",
+                "rtx3070 has no wgmma; the wgmma model is for Hopper (h100-sxm, h200-sxm)",
+            ),
+            (
                 "decode --sm-gbps -3",
                 "--sm-gbps -3 must be a positive number",
             ),
@@ -176,6 +197,35 @@ mod tests {
             .unwrap_err()
             .to_string()
             .starts_with("/nonexistent/m.txt: "));
+    }
+
+    #[test]
+    fn occupancy_names_the_binding_limit_and_the_resident_warps() {
+        let out = analyze("occupancy --gpu h100-sxm --threads 256 --regs 64 --smem 49152").unwrap();
+        assert_eq!(
+            out,
+            "Occupancy on h100-sxm: 256 threads (8 warps), 64 registers per thread (2,048 a warp allocated), 49,152 B of shared memory\n\n\
+             \x20 limit    CTAs/SM\n  blocks        32\n  regs           4\n  smem           4\n  threads        8\n\
+             \x20 -> 4 CTAs/SM, limiter regs\n  32 of 64 warps resident: 50% occupancy\n"
+        );
+        // No shared memory: no limit from it. 1024 threads of 255 registers: no CTA fits.
+        let out = analyze("occupancy --gpu rtx3070 --threads 1024 --regs 255").unwrap();
+        assert!(out.contains("  smem           -\n"), "{out}");
+        assert!(
+            out.contains("-> 0 CTAs/SM, limiter regs\n  0 of 48 warps resident: 0% occupancy"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn waves_and_wgmma_print_one_row_each() {
+        let out = analyze("waves --gpu h100-sxm --tiles 133").unwrap();
+        assert!(
+            out.ends_with("  1          133       132      2         1%       50.4%\n"),
+            "{out}"
+        );
+        let out = analyze("wgmma --gpu h200-sxm --n 8").unwrap();
+        assert!(out.contains("  8      4.0     18.0      2.0      0.22      2.00      22%\n  SS keeps the tensor cores fed for N >= 64\n"), "{out}");
     }
 
     #[test]
