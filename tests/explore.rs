@@ -143,7 +143,7 @@ fn analyze(s: &Value) -> (Vec<String>, Vec<String>, Result<String, String>) {
                 .iter()
                 .map(|l| value(&text, &format!("{l} ")).to_string())
                 .collect();
-            // `-> 4 CTAs/SM, limiter regs` and `32 of 64 warps resident: 50% occupancy`.
+            // `-> 4 CTAs/SM, limiter regs`.
             let bind = fields(&text, "->");
             c.push(format!("{} {}", bind[1], bind[2].trim_end_matches(',')));
             c.push(bind[4].to_string());
@@ -235,11 +235,12 @@ fn every_widget_shows_what_sim_analyze_prints_in_a_browser() {
                     .insert(page.join("|"));
             }
             // Only the Hopper presets have wgmma; the page says why as `sim analyze` does.
-            Err(error) => assert_eq!(
-                format!("error: {}\n", s["error"].as_str().unwrap()),
-                error,
-                "{s}"
-            ),
+            Err(error) => {
+                let shown = s["error"].as_str().unwrap_or_else(|| {
+                    panic!("`sim {}` failed, the page did not: {error}", args.join(" "))
+                });
+                assert_eq!(format!("error: {shown}\n"), error, "{s}");
+            }
         }
     }
     // Moving a control changes the numbers (wgmma and attention on Hopper only).
