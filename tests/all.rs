@@ -12,6 +12,7 @@ mod analytic_models;
 mod attention;
 mod cluster;
 mod e2e;
+mod explore;
 mod fundamentals;
 mod fuzz;
 mod gemm_library;

@@ -6,8 +6,9 @@
 use sim::analytic::attention::{
     consumer_regs, effective_intensity, kv_intensity, required_hit, softmax_cost,
 };
-use sim::analytic::gemm::{check, occupancy, waves, Gemm, Illegal, TileConfig};
+use sim::analytic::gemm::{check, Gemm, Illegal, TileConfig};
 use sim::analytic::gpu::GpuSpec;
+use sim::analytic::occupancy::{occupancy, waves};
 use sim::analytic::roofline::{roofline, Bound};
 use sim::analytic::tune::{
     early_prune, perf_model, pick_best, rank, space, tie_group, top_k, SEED_MEDIANS,
@@ -74,7 +75,7 @@ fn k1_resources_and_occupancy() {
     let o = check(&gpu, &t).unwrap();
     assert_eq!(
         (o.threads, o.regs, o.smem, o.blocks),
-        (12, 3, 1, 16),
+        (12, 3, Some(1), 16),
         "limits threads/regs/smem/blocks"
     );
     assert_eq!((o.ctas, o.limiter), (1, "smem"));
@@ -85,21 +86,21 @@ fn k1_stage_and_bk_variants_from_the_seed_text() {
     let gpu = GpuSpec::rtx3070();
     let two_stages = tile(128, 128, 64, 4, 2);
     assert_eq!(two_stages.smem_bytes(), 65_536);
-    assert_eq!(occupancy(&gpu, &two_stages).smem, 1);
+    assert_eq!(occupancy(&gpu, &two_stages.block()).smem, Some(1));
     let bk32 = tile(128, 128, 32, 4, 3);
     assert_eq!(bk32.smem_bytes(), 49_152);
-    assert_eq!(occupancy(&gpu, &bk32).smem, 2);
+    assert_eq!(occupancy(&gpu, &bk32.block()).smem, Some(2));
 }
 
 #[test]
 fn k1_waves_at_one_and_two_ctas_per_sm() {
     let (gpu, g, t) = k1();
-    let w = waves(&gpu, &g, &t, 1);
+    let w = waves(&gpu, g.tiles(&t), 1);
     assert_eq!((w.tiles, w.per_wave, w.waves), (1024, 46, 23));
     assert_eq!(w.tiles - (w.waves - 1) * w.per_wave, 12);
     assert_eq!(pct(w.last_fill, 0), "26");
     assert_eq!(pct(w.efficiency, 1), "96.8");
-    let w = waves(&gpu, &g, &t, 2);
+    let w = waves(&gpu, g.tiles(&t), 2);
     assert_eq!((w.per_wave, w.waves), (92, 12));
     assert_eq!(pct(w.last_fill, 0), "13");
     assert_eq!(pct(w.efficiency, 1), "92.8");
@@ -170,8 +171,8 @@ fn k1_self_test_tie_goes_to_regs() {
     let gpu = GpuSpec::rtx3070();
     let t = tile(256, 128, 32, 8, 3);
     assert_eq!((t.smem_bytes(), t.regs_per_thread()), (73_728, 168));
-    let o = occupancy(&gpu, &t);
-    assert_eq!((o.threads, o.regs, o.smem, o.blocks), (6, 1, 1, 16));
+    let o = occupancy(&gpu, &t.block());
+    assert_eq!((o.threads, o.regs, o.smem, o.blocks), (6, 1, Some(1), 16));
     assert_eq!(o.limiter, "regs");
 }
 

@@ -9,7 +9,6 @@ use sim::analytic::fmt::grouped;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::PathBuf;
-use std::process::Command;
 
 /// Runs a scenario with a trace at `level`; returns (run JSON, trace JSON, its path).
 fn traced(scenario: &str, level: &str, extra: &[&str]) -> (Value, Value, PathBuf) {
@@ -339,11 +338,8 @@ fn a_long_whole_gpu_run_at_summary_level_stays_small() {
     assert!(size < 50 << 20, "{size} bytes");
 }
 
-/// Writes the report of `trace` and returns the page's DOM after its script ran in a real
-/// browser (Debian's chromium, which the README's test command installs), in a 1280×800
-/// window; checks the page is self-contained and its script ran without error. `driver` runs
-/// after the page's script: it drives the page with synthetic events and leaves what it saw in
-/// `out`, returned as JSON.
+/// Writes the report of `trace` and returns the page's DOM after its script and `driver` ran
+/// in a real browser ([`common::driven_page`]).
 fn rendered_report(trace: &std::path::Path, name: &str, driver: &str) -> (String, Value) {
     let page = scratch(&format!("{name}.html"));
     sim_ok(&[
@@ -352,53 +348,7 @@ fn rendered_report(trace: &std::path::Path, name: &str, driver: &str) -> (String
         "-o",
         page.to_str().unwrap(),
     ]);
-    let html = std::fs::read_to_string(&page).unwrap();
-    assert!(
-        !html.contains("http://") && !html.contains("https://"),
-        "self-contained"
-    );
-    let driven = scratch(&format!("{name}-driven.html"));
-    let at = html.rfind("</body>").expect("the page ends its body");
-    let script = format!(
-        "<script>(function () {{ const out = {{}};\n{driver}\nconst pre = document.createElement('pre'); pre.id = 'driven'; pre.textContent = JSON.stringify(out); document.body.appendChild(pre); }})();</script>\n"
-    );
-    std::fs::write(&driven, format!("{}{script}{}", &html[..at], &html[at..])).unwrap();
-    let profile = scratch(&format!("chromium-profile-{name}"));
-    let out = Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--window-size=1280,800",
-            &format!("--user-data-dir={}", profile.display()),
-            "--dump-dom",
-            &format!("file://{}", driven.display()),
-        ])
-        .output()
-        .expect("chromium is installed (the README's test command installs it)");
-    let dom = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        dom.contains("data-rendered=\"ok\""),
-        "the page's script ran:\n{}",
-        &dom[..dom.len().min(500)]
-    );
-    assert!(!dom.contains("data-error=\""), "script error in the page");
-    let text = dom
-        .split("<pre id=\"driven\">")
-        .nth(1)
-        .and_then(|s| s.split("</pre>").next())
-        .expect("the driver ran to its end")
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&amp;", "&");
-    let seen = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
-    (dom, seen)
+    common::driven_page(&page, name, driver)
 }
 
 /// The drivers' helpers: the timeline's range, the pixel of a cycle and of a row, synthetic

@@ -119,3 +119,58 @@ pub fn temp_scenario(name: &str, text: &str) -> PathBuf {
     std::fs::write(&path, text).unwrap();
     path
 }
+
+/// The DOM of the page at `page` after its script ran in a real browser (Debian's chromium,
+/// which the README's test command installs), in a 1280×800 window; checks the page is
+/// self-contained and its script ran without error (it marks `data-rendered="ok"` or
+/// `data-error` on its body). `driver` runs after the page's script: it drives the page with
+/// synthetic events and leaves what it saw in `out`, returned as JSON.
+pub fn driven_page(page: &Path, name: &str, driver: &str) -> (String, serde_json::Value) {
+    let html = std::fs::read_to_string(page).unwrap();
+    assert!(
+        !html.contains("http://") && !html.contains("https://"),
+        "self-contained"
+    );
+    let driven = scratch(&format!("{name}-driven.html"));
+    let at = html.rfind("</body>").expect("the page ends its body");
+    let script = format!(
+        "<script>(function () {{ const out = {{}};\n{driver}\nconst pre = document.createElement('pre'); pre.id = 'driven'; pre.textContent = JSON.stringify(out); document.body.appendChild(pre); }})();</script>\n"
+    );
+    std::fs::write(&driven, format!("{}{script}{}", &html[..at], &html[at..])).unwrap();
+    let profile = scratch(&format!("chromium-profile-{name}"));
+    let out = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=1280,800",
+            &format!("--user-data-dir={}", profile.display()),
+            "--dump-dom",
+            &format!("file://{}", driven.display()),
+        ])
+        .output()
+        .expect("chromium is installed (the README's test command installs it)");
+    let dom = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        dom.contains("data-rendered=\"ok\""),
+        "the page's script ran:\n{}",
+        &dom[..dom.len().min(500)]
+    );
+    assert!(!dom.contains("data-error=\""), "script error in the page");
+    let text = dom
+        .split("<pre id=\"driven\">")
+        .nth(1)
+        .and_then(|s| s.split("</pre>").next())
+        .expect("the driver ran to its end")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&");
+    let seen = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    (dom, seen)
+}

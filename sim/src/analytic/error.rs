@@ -14,6 +14,13 @@ pub enum InputError {
         value: u64,
         max: u64,
     },
+    /// A size that may be 0 but not above `max`.
+    #[error("{name} = {value} must be at most {max}")]
+    AtMost {
+        name: &'static str,
+        value: u64,
+        max: u64,
+    },
     #[error("q-heads = {q_heads} must be a multiple of kv-heads = {kv_heads}")]
     HeadsNotGrouped { q_heads: u64, kv_heads: u64 },
     #[error("{0} bytes of K/V is beyond this model's range ({MAX_BYTES} bytes)")]

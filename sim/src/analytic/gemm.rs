@@ -1,12 +1,13 @@
 //! The GEMM resource model K1 of the project's seed models (`docs/analytic.md`): FLOPs, minimum
-//! and tiled bytes, shared memory and registers per CTA, occupancy with its four limits, and
-//! waves; plus an L2-aware variant of the DRAM bytes.
+//! and tiled bytes, shared memory and registers per CTA, and whether a config launches (its
+//! occupancy and waves: [`super::occupancy`]); plus an L2-aware variant of the DRAM bytes.
 //!
 //! Operands are 16-bit (2 bytes); C is written once. Tiled bytes assume no L2: every CTA reads
 //! its A row-panel and B column-panel from DRAM.
 
 use super::error::{in_range, InputError};
 use super::gpu::GpuSpec;
+use super::occupancy::{occupancy, Block, Occupancy};
 use std::fmt;
 
 /// Bytes per element of A, B and C (fp16/bf16).
@@ -155,6 +156,15 @@ impl TileConfig {
     pub fn regs_per_thread(&self) -> u64 {
         self.bm * self.bn / self.threads() + REGS_OVERHEAD
     }
+
+    /// What one CTA of this config asks of an SM.
+    pub fn block(&self) -> Block {
+        Block {
+            threads: self.threads(),
+            regs_per_thread: self.regs_per_thread(),
+            smem: self.smem_bytes(),
+        }
+    }
 }
 
 impl fmt::Display for TileConfig {
@@ -165,49 +175,6 @@ impl fmt::Display for TileConfig {
             self.bm, self.bn, self.bk, self.warps, self.stages
         )
     }
-}
-
-/// CTAs per SM under each of the four limits, and the binding one.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Occupancy {
-    pub blocks: u64,
-    pub regs: u64,
-    pub smem: u64,
-    pub threads: u64,
-    pub ctas: u64,
-    pub limiter: &'static str,
-}
-
-impl Occupancy {
-    /// The limits by name, alphabetically (the order that breaks ties).
-    pub fn limits(&self) -> [(&'static str, u64); 4] {
-        [
-            ("blocks", self.blocks),
-            ("regs", self.regs),
-            ("smem", self.smem),
-            ("threads", self.threads),
-        ]
-    }
-}
-
-pub fn occupancy(gpu: &GpuSpec, t: &TileConfig) -> Occupancy {
-    let mut o = Occupancy {
-        blocks: gpu.ctas_per_sm,
-        regs: gpu.regs_per_sm / (t.regs_per_thread() * t.threads()),
-        smem: gpu.smem_per_sm / t.smem_bytes(),
-        threads: gpu.threads_per_sm / t.threads(),
-        ctas: 0,
-        limiter: "",
-    };
-    // `min_by_key` keeps the first of equal minima: alphabetical order breaks ties.
-    let (limiter, ctas) = o
-        .limits()
-        .into_iter()
-        .min_by_key(|&(_, v)| v)
-        .expect("four limits");
-    o.ctas = ctas;
-    o.limiter = limiter;
-    o
 }
 
 /// Why a config cannot launch.
@@ -258,37 +225,11 @@ pub fn check(gpu: &GpuSpec, t: &TileConfig) -> Result<Occupancy, Illegal> {
             max: gpu.max_regs_per_thread,
         });
     }
-    let o = occupancy(gpu, t);
+    let o = occupancy(gpu, &t.block());
     if o.ctas == 0 {
         return Err(Illegal::NoFit { limiter: o.limiter });
     }
     Ok(o)
-}
-
-/// How the tiles fill the GPU in waves of `SMs · CTAs per SM`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Waves {
-    pub tiles: u64,
-    pub per_wave: u64,
-    pub waves: u64,
-    /// Share of the last wave's slots that hold a tile.
-    pub last_fill: f64,
-    /// Share of all wave slots that hold a tile.
-    pub efficiency: f64,
-}
-
-/// `ctas_per_sm` must be at least 1 (an occupancy from [`check`]).
-pub fn waves(gpu: &GpuSpec, g: &Gemm, t: &TileConfig, ctas_per_sm: u64) -> Waves {
-    let tiles = g.tiles(t);
-    let per_wave = gpu.sms * ctas_per_sm;
-    let waves = tiles.div_ceil(per_wave);
-    Waves {
-        tiles,
-        per_wave,
-        waves,
-        last_fill: (tiles - (waves - 1) * per_wave) as f64 / per_wave as f64,
-        efficiency: tiles as f64 / (waves * per_wave) as f64,
-    }
 }
 
 #[cfg(test)]
@@ -364,10 +305,10 @@ mod tests {
     fn limiter_is_the_smallest_limit_first_by_name() {
         let gpu = GpuSpec::rtx3070();
         // 32 warps: threads 1536 / 1024 = 1 and regs 65536 / (48 * 1024) = 1 tie; `regs` wins.
-        let o = occupancy(&gpu, &tile(64, 128, 32, 32, 2));
+        let o = occupancy(&gpu, &tile(64, 128, 32, 32, 2).block());
         assert_eq!((o.threads, o.regs, o.ctas, o.limiter), (1, 1, 1, "regs"));
         // Small tile, 1 warp: the 16-block limit binds.
-        let o = occupancy(&gpu, &tile(16, 16, 16, 1, 1));
+        let o = occupancy(&gpu, &tile(16, 16, 16, 1, 1).block());
         assert_eq!((o.blocks, o.ctas, o.limiter), (16, 16, "blocks"));
     }
 
@@ -394,17 +335,6 @@ mod tests {
             check(&gpu, &tile(256, 512, 16, 32, 1)),
             Err(Illegal::NoFit { limiter: "regs" })
         );
-    }
-
-    #[test]
-    fn waves_count_full_and_partial_waves() {
-        let gpu = GpuSpec::rtx3070();
-        // 10 x 10 tiles on 46 SMs x 2: 100 = 92 + 8.
-        let g = Gemm::new(640, 640, 64).unwrap();
-        let w = waves(&gpu, &g, &tile(64, 64, 32, 4, 2), 2);
-        assert_eq!((w.tiles, w.per_wave, w.waves), (100, 92, 2));
-        assert_eq!(w.last_fill, 8.0 / 92.0);
-        assert_eq!(w.efficiency, 100.0 / 184.0);
     }
 
     #[test]

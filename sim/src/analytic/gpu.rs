@@ -14,8 +14,12 @@ pub struct GpuSpec {
     pub name: &'static str,
     pub sms: u64,
     pub threads_per_sm: u64,
+    /// Largest block (CTA) a kernel may launch.
+    pub threads_per_cta: u64,
     pub regs_per_sm: u64,
     pub max_regs_per_thread: u64,
+    /// Registers are allocated per warp in multiples of this.
+    pub reg_alloc_unit: u64,
     pub smem_per_sm: u64,
     /// Largest shared-memory allocation one CTA may opt into.
     pub smem_per_cta: u64,
@@ -51,8 +55,11 @@ impl GpuSpec {
             sms: 46,
             // [SEED] K1; [DS] CCCL cc 8.6: 1536 threads, 64K registers, 255 per thread.
             threads_per_sm: 1536,
+            threads_per_cta: 1024,
             regs_per_sm: 65_536,
             max_regs_per_thread: 255,
+            // [DS] CUDA occupancy calculator: per warp in units of 256 registers.
+            reg_alloc_unit: 256,
             // [SEED] K1; [DS] CCCL: 100 KB smem per SM, 99 KB per CTA.
             smem_per_sm: 102_400,
             smem_per_cta: 101_376,
@@ -88,8 +95,11 @@ impl GpuSpec {
             sms: 132,
             // [DS] CCCL cc 9.0: 2048 threads, 64K registers, 255 per thread.
             threads_per_sm: 2048,
+            threads_per_cta: 1024,
             regs_per_sm: 65_536,
             max_regs_per_thread: 255,
+            // [DS] CUDA occupancy calculator: per warp in units of 256 registers.
+            reg_alloc_unit: 256,
             // [DS] CCCL: 228 KB smem per SM, 227 KB per CTA ([CODE] CUTLASS 232,448 B).
             smem_per_sm: 233_472,
             smem_per_cta: 232_448,
@@ -142,8 +152,11 @@ impl GpuSpec {
             sms: 108,
             // [DS] CCCL cc 8.0: 2048 threads, 64K registers, 255 per thread.
             threads_per_sm: 2048,
+            threads_per_cta: 1024,
             regs_per_sm: 65_536,
             max_regs_per_thread: 255,
+            // [DS] CUDA occupancy calculator: per warp in units of 256 registers.
+            reg_alloc_unit: 256,
             // [DS] CCCL: 164 KB smem per SM, 163 KB per CTA.
             smem_per_sm: 167_936,
             smem_per_cta: 166_912,
@@ -229,14 +242,18 @@ mod tests {
                 (
                     g.sms,
                     g.threads_per_sm,
+                    g.threads_per_cta,
                     g.regs_per_sm,
-                    g.max_regs_per_thread
+                    g.max_regs_per_thread,
+                    g.reg_alloc_unit
                 ),
                 (
                     p.sm.count as u64,
                     p.sm.max_threads as u64,
+                    p.sm.max_threads_per_cta as u64,
                     p.regs.per_sm as u64,
-                    p.regs.max_per_thread as u64
+                    p.regs.max_per_thread as u64,
+                    p.regs.alloc_unit as u64
                 ),
                 "{name}"
             );

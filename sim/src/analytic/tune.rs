@@ -4,8 +4,9 @@
 //! quantiles. The measuring sweep itself lives elsewhere.
 
 use super::error::InputError;
-use super::gemm::{check, waves, Gemm, Illegal, TileConfig};
+use super::gemm::{check, Gemm, Illegal, TileConfig};
 use super::gpu::GpuSpec;
+use super::occupancy::waves;
 use std::fmt;
 
 /// The space that reproduces the seed's prune counts (the seed gives only its size, 192).
@@ -178,7 +179,7 @@ pub struct Prediction {
 /// tiles per SM at the SM's share of peak.
 pub fn perf_model(gpu: &GpuSpec, g: &Gemm, t: &TileConfig) -> Result<Prediction, Illegal> {
     let ctas_per_sm = check(gpu, t)?.ctas;
-    let w = waves(gpu, g, t, ctas_per_sm);
+    let w = waves(gpu, g.tiles(t), ctas_per_sm);
     let sm_flops = gpu.peak_flops / gpu.sms as f64;
     let per_wave = ctas_per_sm as f64 * 2.0 * (t.bm * t.bn * g.k) as f64 / sm_flops;
     let compute_s = w.waves as f64 * per_wave;

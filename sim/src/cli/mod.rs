@@ -5,6 +5,7 @@ mod analyze;
 mod bench;
 mod check;
 mod diff;
+mod explore;
 mod presets;
 mod report;
 mod run;
@@ -45,8 +46,12 @@ pub enum Command {
     Diff(diff::Args),
     /// One self-contained HTML page (timeline, stall charts, counters) from a trace.
     Report(report::Args),
-    /// Analytic models: GEMM resources and roofline, autotuner steps, attention, decode.
+    /// Analytic models: GEMM resources and roofline, autotuner steps, attention, decode,
+    /// occupancy, waves, wgmma feed.
     Analyze(sim::analytic::cli::AnalyzeArgs),
+    /// One self-contained HTML page of the analytic models' widgets (occupancy, wgmma feed,
+    /// attention intensity against L2 hit rate, wave quantization), for every preset.
+    Explore(explore::Args),
     /// Measured microbenchmarks (calibration/data) against their simulated twins, per group.
     Validate(sim::validate::ValidateArgs),
     /// A scenario over a product of parameter values, in parallel: a row per point, shards.
@@ -66,6 +71,7 @@ pub fn execute(command: Command) -> anyhow::Result<ExitCode> {
         Command::Diff(a) => diff::run(&a),
         Command::Report(a) => report::run(&a),
         Command::Analyze(a) => analyze::run(&a),
+        Command::Explore(a) => explore::run(&a),
         Command::Validate(a) => validate::run(&a),
         Command::Sweep(a) => sweep::run(&a),
         Command::Tune(a) => tune::run(&a),

@@ -172,6 +172,35 @@ mod tests {
         assert_eq!((o.ctas, o.limiter()), (2, "smem"));
     }
 
+    /// The analytic model (`sim analyze occupancy`, `sim explore`) holds as many CTAs as this
+    /// scheduler for blocks of whole warpgroups, where the warp slots of a partition are the
+    /// threads limit, on every preset.
+    #[test]
+    fn the_analytic_occupancy_agrees_for_whole_warpgroups() {
+        use crate::analytic::{gpu::GpuSpec, occupancy as analytic};
+        for name in Preset::names() {
+            let (p, gpu) = (
+                Preset::builtin(name).unwrap(),
+                GpuSpec::by_name(name).unwrap(),
+            );
+            for warpgroups in 1..=8 {
+                for regs in [1, 24, 33, 64, 100, 128, 168, 255] {
+                    for smem in [0, 1, 1000, 48 << 10, 99 << 10, p.smem.per_cta] {
+                        let o = occupancy(&kernel(warpgroups, regs, smem), &p);
+                        let b =
+                            analytic::Block::new(&gpu, 128 * warpgroups as u64, regs as u64, smem)
+                                .unwrap();
+                        assert_eq!(
+                            analytic::occupancy(&gpu, &b).ctas,
+                            o.ctas as u64,
+                            "{name}: {warpgroups} warpgroups, {regs} registers, {smem} B"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn uneven_partitions_count_the_busiest_one() {
         // 3 partitions of 16 warp slots, 8-warp CTAs: the busiest partition takes 3 warps per

@@ -1,14 +1,15 @@
 //! `sim analyze attention`: the Hopper attention-forward models (wgmma operand feed, consumer
 //! registers, K/V intensity against the machine balance, softmax on MUFU).
 
-use super::{hit_rate, AnalyzeError};
+use super::wgmma::feed_text;
+use super::{check_step, hit_rate, AnalyzeError};
 use crate::analytic::attention::{
     consumer_regs, effective_intensity, kv_intensity, required_hit, softmax_cost, Plan, Problem,
     WARPGROUP_THREADS,
 };
 use crate::analytic::fmt::{grouped, percent, Table};
 use crate::analytic::gpu::GpuSpec;
-use crate::analytic::wgmma::{feed, min_fed_n, WGMMA_M};
+use crate::analytic::wgmma::WGMMA_M;
 use clap::Args;
 use std::fmt::Write;
 
@@ -50,7 +51,7 @@ pub(super) struct AttentionArgs {
 pub(super) fn run(a: &AttentionArgs) -> Result<String, AnalyzeError> {
     let gpu = GpuSpec::by_name(&a.gpu)?;
     if !gpu.has_wgmma {
-        return Err(AnalyzeError::NoWgmma(gpu.name));
+        return Err(AnalyzeError::NoWgmma(gpu.name, "attention"));
     }
     check_step("hd", a.hd, 8, 8, 256)?;
     check_step("bm", a.bm, WGMMA_M, WGMMA_M, 4 * WGMMA_M)?;
@@ -147,26 +148,6 @@ fn problem_text(gpu: &GpuSpec, p: &Problem, bm: u64, bn: u64, hit: Option<f64>) 
     )
 }
 
-/// `value` must be a multiple of `step` in `min..=max`: the wgmma shapes.
-fn check_step(
-    name: &'static str,
-    value: u64,
-    step: u64,
-    min: u64,
-    max: u64,
-) -> Result<(), AnalyzeError> {
-    if value < min || value > max || !value.is_multiple_of(step) {
-        return Err(AnalyzeError::NotAStep {
-            name,
-            value,
-            step,
-            min,
-            max,
-        });
-    }
-    Ok(())
-}
-
 fn attention_text(gpu: &GpuSpec, hd: u64, bm: u64, bn: u64, hit: Option<f64>) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -179,28 +160,7 @@ fn attention_text(gpu: &GpuSpec, hd: u64, bm: u64, bn: u64, hit: Option<f64>) ->
     let mut ns = vec![32, 64, 128, 256, bn];
     ns.sort_unstable();
     ns.dedup();
-    let mut ft = Table::new(&[
-        "N", "compute", "SS feed", "RS feed", "SS ratio", "RS ratio", "SS util",
-    ])
-    .right(&[0, 1, 2, 3, 4, 5, 6]);
-    for n in ns {
-        let f = feed(gpu, n);
-        ft.row(vec![
-            n.to_string(),
-            format!("{:.1}", f.compute_clk),
-            format!("{:.1}", f.a_clk + f.b_clk),
-            format!("{:.1}", f.b_clk),
-            format!("{:.2}", f.ss_ratio()),
-            format!("{:.2}", f.rs_ratio()),
-            percent(f.ss_utilization(), 0),
-        ]);
-    }
-    let fed = min_fed_n(gpu).map_or("no N".to_string(), |n| format!("N >= {}", n.ceil()));
-    let _ = writeln!(
-        out,
-        "wgmma m64nNk16 feed (cycles of one SM per wgmma)\n{}  SS keeps the tensor cores fed for {fed}\n",
-        ft.render()
-    );
+    let _ = writeln!(out, "{}", feed_text(gpu, &ns));
 
     let r = consumer_regs(bn, hd);
     let mut rt = Table::default().right(&[1]);
@@ -220,44 +180,9 @@ fn attention_text(gpu: &GpuSpec, hd: u64, bm: u64, bn: u64, hit: Option<f64>) ->
         rt.render()
     );
 
-    let m = kv_intensity(bm, bn, hd);
     let mut it = Table::default().right(&[1]);
-    it.row(vec![
-        "intensity (FLOPs per K/V byte = bm)".into(),
-        format!("{m:.0}"),
-        "FLOP/B".into(),
-    ]);
-    it.row(vec![
-        "machine balance".into(),
-        format!("{:.0}", gpu.balance()),
-        format!(
-            "FLOP/B ({:.1} TFLOP/s / {:.2} TB/s)",
-            gpu.peak_flops / 1e12,
-            gpu.dram_bytes_per_s / 1e12
-        ),
-    ]);
-    it.row(vec![
-        "all K/V from HBM".into(),
-        format!("{:.1}x", gpu.balance() / m),
-        "short of the balance".into(),
-    ]);
-    it.row(vec![
-        "L2 hit needed".into(),
-        percent(required_hit(gpu, m), 0),
-        "1 - intensity / balance".into(),
-    ]);
-    if let Some(h) = hit {
-        let e = effective_intensity(m, h);
-        let bound = if e >= gpu.balance() {
-            "compute"
-        } else {
-            "memory"
-        };
-        it.row(vec![
-            format!("at L2 hit {}", percent(h, 0)),
-            format!("{e:.0}"),
-            format!("FLOP/B: {bound}-bound"),
-        ]);
+    for row in intensity_rows(gpu, kv_intensity(bm, bn, hd), hit) {
+        it.row(row.to_vec());
     }
     let _ = writeln!(out, "K/V intensity and L2\n{}", it.render());
 
@@ -280,4 +205,49 @@ fn attention_text(gpu: &GpuSpec, hd: u64, bm: u64, bn: u64, hit: Option<f64>) ->
     st.row(vec!["MUFU / tensor".into(), percent(s.ratio(), 0)]);
     let _ = write!(out, "Softmax per K/V step (one SM)\n{}", st.render());
     out
+}
+
+/// The K/V intensity `m` (FLOPs per K/V byte) against the machine balance: label, value and
+/// note of each row, the last one at L2 hit `hit` if given.
+pub(crate) fn intensity_rows(gpu: &GpuSpec, m: f64, hit: Option<f64>) -> Vec<[String; 3]> {
+    let mut rows = vec![
+        [
+            "intensity (FLOPs per K/V byte = bm)".into(),
+            format!("{m:.0}"),
+            "FLOP/B".into(),
+        ],
+        [
+            "machine balance".into(),
+            format!("{:.0}", gpu.balance()),
+            format!(
+                "FLOP/B ({:.1} TFLOP/s / {:.2} TB/s)",
+                gpu.peak_flops / 1e12,
+                gpu.dram_bytes_per_s / 1e12
+            ),
+        ],
+        [
+            "all K/V from HBM".into(),
+            format!("{:.1}x", gpu.balance() / m),
+            "short of the balance".into(),
+        ],
+        [
+            "L2 hit needed".into(),
+            percent(required_hit(gpu, m), 0),
+            "1 - intensity / balance".into(),
+        ],
+    ];
+    if let Some(h) = hit {
+        let e = effective_intensity(m, h);
+        let bound = if e >= gpu.balance() {
+            "compute"
+        } else {
+            "memory"
+        };
+        rows.push([
+            format!("at L2 hit {}", percent(h, 0)),
+            format!("{e:.0}"),
+            format!("FLOP/B: {bound}-bound"),
+        ]);
+    }
+    rows
 }

@@ -1,10 +1,12 @@
 //! `sim analyze gemm`: the seed's GEMM resource model (FLOPs and bytes, resources per CTA,
 //! occupancy, waves, roofline), or with `--tune` the autotuner's steps ([`super::tune`]).
 
+use super::occupancy::{limits_text, waves_row, waves_table};
 use super::{hit_rate, tune, AnalyzeError};
 use crate::analytic::fmt::{grouped, percent, time, Table};
-use crate::analytic::gemm::{check, waves, Gemm, TileConfig};
+use crate::analytic::gemm::{check, Gemm, TileConfig};
 use crate::analytic::gpu::GpuSpec;
+use crate::analytic::occupancy::waves;
 use crate::analytic::roofline::{roofline, Bound};
 use clap::Args;
 use std::fmt::Write;
@@ -126,40 +128,13 @@ fn gemm_text(gpu: &GpuSpec, g: &Gemm, t: &TileConfig, hit: Option<f64>) -> Strin
             let _ = writeln!(out, "Not launchable: {why}\n");
         }
         Ok(occ) => {
-            let mut lim = Table::new(&["limit", "CTAs/SM"]).right(&[1]);
-            for (name, v) in occ.limits() {
-                lim.row(vec![name.into(), v.to_string()]);
-            }
-            let _ = writeln!(
-                out,
-                "Occupancy\n{}  -> {} CTA{}/SM, limiter {}\n",
-                lim.render(),
-                occ.ctas,
-                if occ.ctas == 1 { "" } else { "s" },
-                occ.limiter
-            );
-            let mut wt = Table::new(&[
-                "CTAs/SM",
-                "tiles",
-                "per wave",
-                "waves",
-                "last wave",
-                "efficiency",
-            ])
-            .right(&[1, 2, 3, 4, 5]);
+            let _ = writeln!(out, "Occupancy\n{}", limits_text(&occ));
+            let mut wt = waves_table();
             for (ctas, label) in [
                 (occ.ctas, occ.ctas.to_string()),
                 (occ.ctas + 1, format!("{} (if it fit)", occ.ctas + 1)),
             ] {
-                let w = waves(gpu, g, t, ctas);
-                wt.row(vec![
-                    label,
-                    w.tiles.to_string(),
-                    w.per_wave.to_string(),
-                    w.waves.to_string(),
-                    percent(w.last_fill, 0),
-                    percent(w.efficiency, 1),
-                ]);
+                wt.row(waves_row(label, &waves(gpu, g.tiles(t), ctas)));
             }
             let _ = writeln!(out, "Waves ({} SMs)\n{}", gpu.sms, wt.render());
         }

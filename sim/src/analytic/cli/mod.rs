@@ -1,11 +1,13 @@
-//! `sim analyze gemm|attention|decode`: the analytic models' tables, as plain text, for any
+//! `sim analyze gemm|attention|decode|occupancy|waves|wgmma`: the analytic models' tables, as plain text, for any
 //! GPU spec, one file per subcommand. Every input error comes back as an [`AnalyzeError`] for
 //! the binary to print; nothing here runs the engine.
 
-mod attention;
+pub(crate) mod attention;
 mod decode;
 mod gemm;
+pub(crate) mod occupancy;
 pub(crate) mod tune;
+pub(crate) mod wgmma;
 
 use super::error::InputError;
 use super::tune::MediansError;
@@ -27,6 +29,12 @@ enum Model {
     Attention(attention::AttentionArgs),
     /// Split-KV decode time for a range of split counts.
     Decode(decode::DecodeArgs),
+    /// CTAs per SM of one block under each of the four limits, and the binding one.
+    Occupancy(occupancy::OccupancyArgs),
+    /// How a grid's tiles fill the GPU in waves of SMs x CTAs per SM.
+    Waves(occupancy::WavesArgs),
+    /// wgmma's math against its operand feed for a range of N (Hopper).
+    Wgmma(wgmma::WgmmaArgs),
 }
 
 /// Why `sim analyze` printed nothing.
@@ -41,8 +49,8 @@ pub enum AnalyzeError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{0} has no wgmma; the attention model is for Hopper (h100-sxm, h200-sxm)")]
-    NoWgmma(&'static str),
+    #[error("{0} has no wgmma; the {1} model is for Hopper (h100-sxm, h200-sxm)")]
+    NoWgmma(&'static str, &'static str),
     #[error("--l2-hit {0} must be in [0, 1)")]
     HitRate(f64),
     #[error("--{name} {value} must be a multiple of {step} in {min}..={max}")]
@@ -63,6 +71,9 @@ pub fn run(args: &AnalyzeArgs) -> Result<String, AnalyzeError> {
         Model::Gemm(a) => gemm::run(a),
         Model::Attention(a) => attention::run(a),
         Model::Decode(a) => decode::run(a),
+        Model::Occupancy(a) => occupancy::run(a),
+        Model::Waves(a) => occupancy::run_waves(a),
+        Model::Wgmma(a) => wgmma::run(a),
     }
 }
 
@@ -73,6 +84,26 @@ fn hit_rate(h: f64) -> Result<f64, AnalyzeError> {
     } else {
         Err(AnalyzeError::HitRate(h))
     }
+}
+
+/// `value` must be a multiple of `step` in `min..=max`: the wgmma shapes.
+fn check_step(
+    name: &'static str,
+    value: u64,
+    step: u64,
+    min: u64,
+    max: u64,
+) -> Result<(), AnalyzeError> {
+    if value < min || value > max || !value.is_multiple_of(step) {
+        return Err(AnalyzeError::NotAStep {
+            name,
+            value,
+            step,
+            min,
+            max,
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -135,6 +166,27 @@ mod tests {
             ),
             ("decode --splits 0", "splits = 0 must be in 1..=128"),
             (
+                "occupancy --threads 2048",
+                "threads = 2048 must be in 1..=1024",
+            ),
+            (
+                "occupancy --gpu a100-sxm --smem 200000",
+                "shared memory = 200000 must be at most 166912",
+            ),
+            ("waves --tiles 0", "tiles = 0 must be in 1..=1073741824"),
+            (
+                "waves --tiles 9 --gpu rtx3070 --ctas-per-sm 17",
+                "ctas-per-sm = 17 must be in 1..=16",
+            ),
+            (
+                "wgmma --n 64,100",
+                "--n 100 must be a multiple of 8 in 8..=256",
+            ),
+            (
+                "wgmma --gpu rtx3070",
+                "rtx3070 has no wgmma; the wgmma model is for Hopper (h100-sxm, h200-sxm)",
+            ),
+            (
                 "decode --sm-gbps -3",
                 "--sm-gbps -3 must be a positive number",
             ),
@@ -145,6 +197,35 @@ mod tests {
             .unwrap_err()
             .to_string()
             .starts_with("/nonexistent/m.txt: "));
+    }
+
+    #[test]
+    fn occupancy_names_the_binding_limit_and_the_resident_warps() {
+        let out = analyze("occupancy --gpu h100-sxm --threads 256 --regs 64 --smem 49152").unwrap();
+        assert_eq!(
+            out,
+            "Occupancy on h100-sxm: 256 threads (8 warps), 64 registers per thread (2,048 a warp allocated), 49,152 B of shared memory\n\n\
+             \x20 limit    CTAs/SM\n  blocks        32\n  regs           4\n  smem           4\n  threads        8\n\
+             \x20 -> 4 CTAs/SM, limiter regs\n  32 of 64 warps resident: 50% occupancy\n"
+        );
+        // No shared memory: no limit from it. 1024 threads of 255 registers: no CTA fits.
+        let out = analyze("occupancy --gpu rtx3070 --threads 1024 --regs 255").unwrap();
+        assert!(out.contains("  smem           -\n"), "{out}");
+        assert!(
+            out.contains("-> 0 CTAs/SM, limiter regs\n  0 of 48 warps resident: 0% occupancy"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn waves_and_wgmma_print_one_row_each() {
+        let out = analyze("waves --gpu h100-sxm --tiles 133").unwrap();
+        assert!(
+            out.ends_with("  1          133       132      2         1%       50.4%\n"),
+            "{out}"
+        );
+        let out = analyze("wgmma --gpu h200-sxm --n 8").unwrap();
+        assert!(out.contains("  8      4.0     18.0      2.0      0.22      2.00      22%\n  SS keeps the tensor cores fed for N >= 64\n"), "{out}");
     }
 
     #[test]
