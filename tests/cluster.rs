@@ -241,3 +241,43 @@ fn a_cluster_barrier_deadlock_counts_the_arrivals() {
         "{err}"
     );
 }
+
+/// Split-K over a cluster: each extra CTA shortens the main loop, and rank 0's DSMEM reads of
+/// the partials (64 KiB each at the link's rate) add up until 8 CTAs are slower than 4.
+#[test]
+fn split_k_over_a_cluster_gains_until_the_reduction_costs_more() {
+    let cycles = |splits| {
+        run::run_file(&scenario("cluster_splitk"), &sets(&[("splits", splits)]))
+            .unwrap()
+            .cycles
+    };
+    let c: Vec<u64> = [1, 2, 4, 8].into_iter().map(cycles).collect();
+    assert_eq!(c, [67_536, 38_454, 28_871, 34_173]);
+    // From 4 CTAs to 8 the main loop saves about a quarter of one CTA's, while rank 0 reads 4
+    // more partials of 64 KiB through its link.
+    let link = Preset::builtin("h100-sxm")
+        .unwrap()
+        .cluster
+        .dsmem_bytes_per_cycle;
+    let reads = 4.0 * 65536.0 / link;
+    let saved = (c[0] as f64) / 4.0 - (c[0] as f64) / 8.0;
+    assert!(reads > saved && c[3] > c[2], "{c:?}");
+}
+
+/// A 2x1 cluster multicasting B halves B's L2 reads of the whole-GPU GEMM; A's are unchanged.
+#[test]
+fn a_2x1_cluster_gemm_multicasts_b() {
+    let size = [("m", 2048), ("n", 2048), ("k", 2048)];
+    let run = |cluster_m| {
+        let mut p = size.to_vec();
+        p.push(("cluster_m", cluster_m));
+        run_file(&scenario("gemm"), &p).unwrap()
+    };
+    let (one, two) = (run(1), run(2));
+    // Each of the 16 x 8 tiles reads its A rows (128 x 2048) and B columns (256 x 2048) once.
+    let (a, b) = (128 * 8 * 2048 * 2 * 16, 256 * 16 * 2048 * 2 * 8);
+    let c_bytes = 2048 * 2048 * 2;
+    assert_eq!(one.mem.l2_bytes, a + b + c_bytes);
+    assert_eq!(two.mem.l2_bytes, a + b / 2 + c_bytes);
+    assert_eq!(one.flops, two.flops);
+}
