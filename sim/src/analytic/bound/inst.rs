@@ -15,6 +15,13 @@ use crate::{memory::coalesce, sm::smem, sm::tma};
 use isa::expr::Code;
 use isa::program::{lane_addresses, Inst, LaneAddrs, MixPipe, Pipe, SlotRef, MIX_PIPES};
 
+/// Which way a TMA box moves.
+#[derive(Clone, Copy)]
+enum TmaDir {
+    Load { parts: u32 },
+    Store,
+}
+
 impl Walk<'_> {
     /// Adds one instruction's demand; returns the issue slots it takes (0: skipped, as the
     /// engine skips a compute instruction with a count of zero).
@@ -97,7 +104,8 @@ impl Walk<'_> {
                 // The box streams into shared memory by the fill path, not the port. A
                 // multicast box reads L2 once and fills every destination; only the issuing
                 // SM's fill is counted here (a lower bound for the others).
-                let bytes = self.tma_box(w, d, *tensor, coords, dst, *parts, false)?;
+                let load = TmaDir::Load { parts: *parts };
+                let bytes = self.tma_box(w, d, (*tensor, coords), dst, load)?;
                 let buf = &self.k.buffers[dst.buf as usize];
                 d.fill_bytes += bytes;
                 // Saturating: a box of up to 2^48 bytes at sub-cycle resolution may not fit.
@@ -112,7 +120,7 @@ impl Walk<'_> {
                 src,
                 bytes,
             } => {
-                d.store_bytes += self.tma_box(w, d, *tensor, coords, src, 1, true)?;
+                d.store_bytes += self.tma_box(w, d, (*tensor, coords), src, TmaDir::Store)?;
                 d.smem += bytes.div_ceil(port);
                 Ok(1)
             }
@@ -197,17 +205,20 @@ impl Walk<'_> {
     }
 
     /// A TMA box between `tensor` and `slot`: its issue cycles, and its spans through the SM's
-    /// port and L2 (written to the tensor when `store`). Returns the bytes it moves.
+    /// port and L2 (written to the tensor by a store; a load's box is one of `parts` parts of
+    /// the slot's rows). Returns the bytes it moves.
     fn tma_box(
         &mut self,
         w: &WarpWalk,
         d: &mut Demand,
-        tensor: u16,
-        coords: &[Code],
+        (tensor, coords): (u16, &[Code]),
         slot: &SlotRef,
-        parts: u32,
-        store: bool,
+        dir: TmaDir,
     ) -> Result<u64, WalkError> {
+        let (parts, store) = match dir {
+            TmaDir::Load { parts } => (parts, false),
+            TmaDir::Store => (1, true),
+        };
         self.slot_base(w, slot)?;
         let spans = self.tma_spans(w, tensor, coords, slot.buf, parts)?;
         self.spend(spans.len() as u64)?;
