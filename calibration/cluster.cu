@@ -74,18 +74,6 @@ __device__ __forceinline__ uint32_t ld_local(uint32_t a) {
 __device__ __forceinline__ void remote_arrive(uint32_t cluster_addr) {
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_addr) : "memory");
 }
-__device__ __forceinline__ void wait_cluster(uint32_t bar, uint32_t parity) {
-  long long t0 = clock64();
-  for (;;) {
-    uint32_t ok;
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-        " selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
-    if (ok) return;
-    if (clock64() - t0 > 2000000000LL) { atomicAdd(&g_timeouts, 1u); return; }
-  }
-}
 __device__ __forceinline__ void tma_load_mcast(uint32_t dst, const CUtensorMap* map, int row, uint32_t bar,
                                                uint16_t mask) {
   asm volatile(
@@ -342,9 +330,9 @@ __global__ void pingpong_kernel(int rounds, long long* out) {
     for (int i = 0; i < rounds; i++) {
       if (rank == 0) {
         remote_arrive(other);
-        wait_cluster(saddr(&bar), i & 1);
+        wait_phase(saddr(&bar), i & 1, true);
       } else {
-        wait_cluster(saddr(&bar), i & 1);
+        wait_phase(saddr(&bar), i & 1, true);
         remote_arrive(other);
       }
     }
@@ -408,11 +396,11 @@ __global__ void mcast_kernel(const __grid_constant__ CUtensorMap map, int mode, 
     for (int t = 0; t < tiles; t++) {
       int s = t % STAGES;
       uint32_t ph = (t / STAGES) & 1;
-      wait_cluster(saddr(&full[s]), ph);
+      wait_phase(saddr(&full[s]), ph, true);
       if (mode > 0)
         for (uint32_t r = 0; r < n; r++) remote_arrive(mapa(saddr(&empty[s]), r));
       if (t + STAGES < tiles) {
-        if (mode > 0) wait_cluster(saddr(&empty[s]), ph);
+        if (mode > 0) wait_phase(saddr(&empty[s]), ph, true);
         issue(t + STAGES);
       }
     }

@@ -41,15 +41,21 @@ __device__ __forceinline__ void arrive_expect(uint32_t bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
 }
 // Spins on try_wait; gives up (and counts a timeout) after about a second so that a mistake
-// cannot hang the device.
-__device__ __forceinline__ void wait_phase(uint32_t bar, uint32_t parity) {
+// cannot hang the device. `cluster`: acquire at cluster scope (remote arrivals, multicast).
+__device__ __forceinline__ void wait_phase(uint32_t bar, uint32_t parity, bool cluster = false) {
   long long t0 = clock64();
   for (;;) {
     uint32_t ok;
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        " selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
+    if (cluster)
+      asm volatile(
+          "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+          " selp.u32 %0, 1, 0, p;\n}\n"
+          : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
+    else
+      asm volatile(
+          "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+          " selp.u32 %0, 1, 0, p;\n}\n"
+          : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
     if (ok) return;
     if (clock64() - t0 > 2000000000LL) { atomicAdd(&g_timeouts, 1u); return; }
   }

@@ -203,15 +203,7 @@ impl Engine<'_> {
         if self.eval(w, rank).is_ok_and(|r| r == i64::from(cta.rank)) {
             return self.shared_outcome(w, store, at);
         }
-        let link_free = self.sms[warp.sm as usize].dsmem.next_free();
-        let queue = self.p.smem.queue_cycles;
-        match at.scoreboard {
-            Some(stall) if store => stall,
-            _ if link_free > self.now + queue => {
-                Outcome::StallUntil(State::MioThrottle, link_free - queue)
-            }
-            _ => Outcome::Ready,
-        }
+        self.queued_outcome(store, at, self.sms[warp.sm as usize].dsmem.next_free())
     }
 
     /// ld/st.shared on cluster rank `rank`'s shared memory: through this SM's DSMEM link to the

@@ -100,12 +100,16 @@ impl Engine<'_> {
         let port_free = self.sms[self.warps[w as usize].sm as usize]
             .port
             .next_free();
+        self.queued_outcome(store, at, port_free)
+    }
+
+    /// A store waits for its registers; any access waits while the path it queues on (free
+    /// from `free`) has more than `smem.queue_cycles` of backlog.
+    pub(crate) fn queued_outcome(&self, store: bool, at: Pending, free: u64) -> Outcome {
         let queue = self.p.smem.queue_cycles;
         match at.scoreboard {
             Some(stall) if store => stall,
-            _ if port_free > self.now + queue => {
-                Outcome::StallUntil(State::MioThrottle, port_free - queue)
-            }
+            _ if free > self.now + queue => Outcome::StallUntil(State::MioThrottle, free - queue),
             _ => Outcome::Ready,
         }
     }
