@@ -180,6 +180,16 @@ fn cluster_errors_name_the_limit_the_rank_or_the_barrier() {
         &["check", rank.to_str().unwrap()],
         "cluster rank 2 is out of range: the cluster has 2 CTAs (0..2)",
     );
+    // Eight SMs in one GPC hold no cluster of 16 at one CTA an SM.
+    let small = edited(
+        "cluster_small.ron",
+        "    gpu: \"h100-sxm\",",
+        "    gpu: \"h100-sxm\",\n    gpu_overrides: {\"sm.count\": 8},",
+    );
+    fails(
+        &["check", small.to_str().unwrap(), "--set", "cluster=16", "--set", "n=256", "--set", "clusters=1"],
+        "a cluster of 16 CTAs cannot be placed: a cluster runs on one GPC, and the largest holds 8 of its CTAs (8 SMs, 1 CTA(s) an SM)",
+    );
     // Rank 1 leaves at once; rank 0 arrives on its barrier later.
     let gone = temp_scenario(
         "cluster_gone.ron",

@@ -34,6 +34,13 @@ pub enum SimError {
         path: String,
         message: String,
     },
+    #[error("a cluster of {size} CTAs cannot be placed: a cluster runs on one GPC, and the largest holds {slots} of its CTAs ({sms} SMs, {per_sm} CTA(s) an SM)")]
+    ClusterPlacement {
+        size: u32,
+        slots: u32,
+        sms: u32,
+        per_sm: u32,
+    },
     #[error("the run passed the cycle limit ({limit} cycles; raise it with --max-cycles)")]
     CycleLimit { limit: u64 },
     #[error("livelock at cycle {cycle}: no progress for {} cycles (since cycle {since} no warp exited, no CTA launched, nothing was stored, no barrier was arrived on, no TMA load landed, no atomic changed a counter and no wgmma completed), while {warps} warps keep running:\n{}\n  = raise the limit with --livelock-cycles if the kernel really computes that long without any of these", cycle - since, lines(.spinning))]

@@ -29,7 +29,7 @@ pub mod stats;
 pub use error::{Fault, SimError};
 pub use stats::{RunStats, UnitBusy, WarpResult};
 
-use crate::gpu::cta_scheduler::{occupancy, Occupancy};
+use crate::gpu::cta_scheduler::{max_active_clusters, occupancy, Occupancy};
 use crate::gpu::preset::Preset;
 use crate::memory::system::MemSys;
 use crate::observe::sanitizer::{Finding, Sanitizer};
@@ -348,6 +348,16 @@ impl<'a> Engine<'a> {
                     "no CTA fits on an SM (limit: {})",
                     self.occ.limiter()
                 )],
+            });
+        }
+        let size = self.k.cluster;
+        if size > 1 && max_active_clusters(&self.gpcs, self.occ.ctas, size) == 0 {
+            let largest = self.gpcs.iter().max().copied().unwrap_or(0);
+            return Err(SimError::ClusterPlacement {
+                size,
+                slots: largest * self.occ.ctas,
+                sms: largest,
+                per_sm: self.occ.ctas,
             });
         }
         let started = std::time::Instant::now();
