@@ -291,3 +291,46 @@ fn a_2x1_cluster_gemm_multicasts_b() {
     assert_eq!(two.mem.l2_bytes, a + b / 2 + c_bytes);
     assert_eq!(one.flops, two.flops);
 }
+
+/// The hazards of a cluster kernel: a remote arrive beyond the barrier's count names the rank
+/// it went to; reading a multicast stage before the CTA's own wait on it is a read before the
+/// data arrived, reported in the reading CTA.
+#[test]
+fn remote_arrivals_and_multicast_fills_are_checked() {
+    let over = temp_scenario(
+        "cluster_over.ron",
+        r#"Scenario(
+    name: "over",
+    gpu: "h100-sxm",
+    kernel: Kernel(
+        grid: 2,
+        cluster: 2,
+        regs_per_thread: 32,
+        mbarriers: [MBarrier(name: "b", arrivals: 1)],
+        roles: [Role(name: "a", regs: 32, program: [
+            If(cond: "cluster_rank == 0 && warp == 0", then: [Arrive(bar: "b[0]", cta: 1)]),
+            ClusterArrive,
+            ClusterWait,
+        ])],
+    ),
+)"#,
+    );
+    let out = sim(&["check", over.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cycle 190: CTA 0, warp a0.w0: on cluster rank 1's mbarrier (a remote arrive): mbarrier b[0]: over-arrival: 32 arrivals on a phase with only 1 pending (of 1 expected)\n  = in role `a`: program[0] if.then[0] mbarrier.arrive"),
+        "{err}"
+    );
+    let text = std::fs::read_to_string(fixture("cluster")).unwrap();
+    let wait = "                    Wait(bar: \"full[s]\", parity: \"(kb / stages) & 1\"),\n";
+    assert!(text.contains(wait));
+    let early = temp_scenario("cluster_early.ron", &text.replacen(wait, "", 1));
+    let out = sim(&["check", early.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "wgmma reads sB[0] before waiting for the phase of full[0] that its TMA load completes"
+        ),
+        "{err}"
+    );
+}

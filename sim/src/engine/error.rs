@@ -137,6 +137,8 @@ pub enum Fault {
         "TMA load part {part} is out of range: the slot's rows are in {parts} parts (0..{parts})"
     )]
     TmaPart { part: i64, parts: u32 },
+    #[error("on cluster rank {rank}'s mbarrier (a remote arrive): {fault}")]
+    Remote { rank: u32, fault: Box<Fault> },
     #[error("barrier.cluster.wait without a barrier.cluster.arrive before it")]
     ClusterWaitWithoutArrive,
     #[error("{0}")]

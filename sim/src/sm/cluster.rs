@@ -188,6 +188,14 @@ impl Engine<'_> {
         self.ctas[sender as usize].remote_in_flight -= 1;
         self.last_progress = self.now;
         if let Err(fault) = self.arrive_on(warp, cta, bar, count) {
+            let fault = match fault {
+                // A finding names the target CTA itself (its SM and block).
+                f @ Fault::Hazard(_) => f,
+                f => Fault::Remote {
+                    rank: self.ctas[cta as usize].rank,
+                    fault: Box::new(f),
+                },
+            };
             self.fail_at((warp, pc), cta, fault);
         }
         self.drop_cta(cta);
