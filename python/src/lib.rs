@@ -193,8 +193,13 @@ fn run(r: RunRequest) -> Result<String, String> {
         }),
         progress: None,
     };
+    let traced = opts.trace.is_some();
     let ran = run::run_scenario(&r.scenario, &opts).map_err(|e| e.to_string())?;
-    let warnings = serde_json::to_string(&ran.warnings()).expect("strings serialize");
+    let mut warnings = ran.warnings();
+    if traced && matches!(ran, run::Ran::Sequence(_)) {
+        warnings.push("a sequence of kernels writes no trace yet".to_string());
+    }
+    let warnings = serde_json::to_string(&warnings).expect("strings serialize");
     Ok(format!(
         "{{\"warnings\": {warnings}, \"result\": {}}}",
         ran.to_json()

@@ -32,6 +32,12 @@ def test_a_sequence_runs_as_sim_run_runs_it():
     assert [k["name"] for k in got["kernels"]] == ["write", "read"]
 
 
+def test_a_sequence_says_it_writes_no_trace(tmp_path):
+    with pytest.warns(UserWarning, match="a sequence of kernels writes no trace yet"):
+        hs.run("tests/fixtures/sequence.ron", trace=tmp_path / "t.json")
+    assert not (tmp_path / "t.json").exists()
+
+
 def test_run_writes_a_trace_when_asked(tmp_path):
     path = tmp_path / "run.trace.json.gz"
     report = hs.run("scenarios/block_sum.ron", trace=path)
