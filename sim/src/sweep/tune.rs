@@ -562,10 +562,9 @@ impl Tuned {
                     Ok((m, x)) => (Some(m), Some(x), None),
                     Err(e) => (None, None, Some(e)),
                 };
-                let role = |part: &str| {
-                    pick.as_ref()
-                        .zip(j)
-                        .is_some_and(|((_, p), j)| pick_notes(p, j).contains(part))
+                // The pick's indices are into the table of the configs that ran.
+                let role = |of: fn(&Pick) -> usize| {
+                    pick.as_ref().zip(j).is_some_and(|((_, p), j)| of(p) == j)
                 };
                 record(
                     c,
@@ -581,8 +580,8 @@ impl Tuned {
                         "binding": x.and_then(|x| x.binding.clone()),
                         "top_stall": x.and_then(|x| x.top_stall.clone()),
                         "error": error,
-                        "fastest": role("fastest"),
-                        "picked": role("picked"),
+                        "fastest": role(|p| p.fastest),
+                        "picked": role(|p| p.chosen),
                     }),
                 )
             })

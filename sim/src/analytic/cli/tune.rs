@@ -49,7 +49,6 @@ pub(super) fn run_json(
         .iter()
         .enumerate()
         .map(|(i, m)| {
-            let notes = pick.as_ref().map(|p| pick_notes(p, i)).unwrap_or_default();
             record(
                 &m.config,
                 json!({
@@ -57,9 +56,11 @@ pub(super) fn run_json(
                     "p20_ms": m.p20_ms,
                     "p80_ms": m.p80_ms,
                     "smem_bytes": m.config.smem_bytes(),
-                    "fastest": notes.contains("fastest"),
-                    "overlaps": notes.contains("overlaps"),
-                    "picked": notes.contains("picked"),
+                    "fastest": pick.as_ref().is_some_and(|p| p.fastest == i),
+                    "overlaps": pick
+                        .as_ref()
+                        .is_some_and(|p| p.fastest != i && p.overlapping.contains(&i)),
+                    "picked": pick.as_ref().is_some_and(|p| p.chosen == i),
                 }),
             )
         })
