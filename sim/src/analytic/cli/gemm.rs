@@ -108,11 +108,7 @@ fn gemm_json(gpu: &GpuSpec, g: &Gemm, t: &TileConfig, hit: Option<f64>) -> Value
                     w
                 })
                 .collect();
-            (
-                occupancy_json(&occ),
-                rows,
-                None,
-            )
+            (occupancy_json(&occ), rows, None)
         }
     };
     let rooflines: Vec<Value> = roofline_cases(g, t, hit)
