@@ -294,7 +294,9 @@ fn a_2x1_cluster_gemm_multicasts_b() {
 
 /// The hazards of a cluster kernel: a remote arrive beyond the barrier's count names the rank
 /// it went to; reading a multicast stage before the CTA's own wait on it is a read before the
-/// data arrived, reported in the reading CTA.
+/// data arrived, reported in the reading CTA; releasing a stage to the other CTAs before the
+/// wait_group covering its reads lets their multicast overwrite it (write after read, naming
+/// the reader's rank).
 #[test]
 fn remote_arrivals_and_multicast_fills_are_checked() {
     let over = temp_scenario(
@@ -331,6 +333,27 @@ fn remote_arrivals_and_multicast_fills_are_checked() {
         err.contains(
             "wgmma reads sB[0] before waiting for the phase of full[0] that its TMA load completes"
         ),
+        "{err}"
+    );
+    let release = "                    WgmmaWait(0),
+                    If(cond: \"mcast == 1\", then: [
+                        Loop(var: \"r\", count: \"cluster\", body: [
+                            Arrive(bar: \"empty[s]\", elect: true, cta: \"r\"),
+                        ]),
+";
+    let remote_first = "                    If(cond: \"mcast == 1\", then: [
+                        Loop(var: \"r\", count: \"cluster\", body: [
+                            If(cond: \"r != cluster_rank\", then: [Arrive(bar: \"empty[s]\", elect: true, cta: \"r\")]),
+                        ]),
+                        WgmmaWait(0),
+                        Arrive(bar: \"empty[s]\", elect: true),
+";
+    assert!(text.contains(release));
+    let war = temp_scenario("cluster_war.ron", &text.replacen(release, remote_first, 1));
+    let out = sim(&["check", war.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("hazard at cycle 1346, SM 0, CTA 0, warp producer0.w0: TMA load overwrites sB[0] while the wgmma reads of it by consumer0.w0 (cluster rank 1) are not known to be complete"),
         "{err}"
     );
 }

@@ -17,6 +17,8 @@ pub struct Names {
     /// Per warp of a CTA (in launch order): its name, `consumer1.w2`.
     warps: Vec<String>,
     accs: Vec<String>,
+    /// CTAs per cluster (consecutive CTA indices); 0 or 1: no clusters.
+    cluster: u32,
 }
 
 /// `consumer1.w2` for each warp of a CTA, in launch order, from the roles as (name, warpgroups).
@@ -53,6 +55,7 @@ impl Names {
             mbarriers_per_cta: k.mbarriers.iter().map(|m| m.count).sum(),
             warps: warp_names(k.roles.iter().map(|r| (r.name.as_str(), r.warpgroups))),
             accs: k.accs.clone(),
+            cluster: k.cluster,
         }
     }
 
@@ -85,6 +88,15 @@ impl Names {
             mbarriers_per_cta: mbarriers.iter().map(|m| m.1).sum(),
             warps: warp_names(roles.iter().copied()),
             accs: accs.iter().map(|s| s.to_string()).collect(),
+            cluster: 1,
+        }
+    }
+
+    /// The same layout launched in clusters of `size` CTAs.
+    pub fn with_cluster(self, size: u32) -> Self {
+        Names {
+            cluster: size,
+            ..self
         }
     }
 
@@ -129,6 +141,10 @@ impl Names {
     }
     pub fn warps_per_cta(&self) -> u32 {
         self.warps.len() as u32
+    }
+    /// CTAs per cluster (1 without clusters).
+    pub fn cluster_size(&self) -> u32 {
+        self.cluster.max(1)
     }
 
     /// `consumer1.w2` for a warp's index within its CTA.

@@ -2,16 +2,18 @@
 //! kernel would turn into wrong answers, without touching timing.
 //!
 //! It checks the order the program guarantees, not the order the simulation produced: each
-//! warp carries a clock of what it is known to follow, per mbarrier of its CTA the phases
-//! completed and per warp of its CTA the HGMMAs completed. An arrival adds the warp's clock to
-//! its barrier; a completed phase publishes the join of its arrivals' clocks (and of the
+//! warp carries a clock of what it is known to follow, per CTA of its cluster (its own CTA
+//! alone without clusters) the mbarrier phases completed and the HGMMAs each warp completed. An
+//! arrival adds the warp's clock to its barrier, a remote arrival (release at cluster scope) to
+//! the other CTA's; a completed phase publishes the join of its arrivals' clocks (and of the
 //! phases before it); a wait that passes joins the clock of the *earliest* phase its parity
 //! can have seen into the waiter's; `bar.sync` joins the clocks of all its arrivals; a passed
 //! `wgmma.wait_group` adds the warp's own HGMMAs it covers. From those it reports:
 //! - a wgmma reading a slot before waiting for the phase its last TMA load completes, or a TMA
 //!   load into a slot that a wgmma read before any load into it (read before arrival);
 //! - a TMA load into a slot while a wgmma read of its previous fill is not known complete
-//!   (write after read);
+//!   (write after read), also a multicast into another CTA of the cluster, whose readers the
+//!   issuer knows of through their remote arrivals;
 //! - a compute instruction reading accumulators before a wait covers the wgmma writing them;
 //! - an mbarrier with all its arrivals in and more transaction bytes than it expected (its
 //!   phase can never complete), or a tx-count outside ±(2^20-1).
@@ -70,8 +72,8 @@ impl Finding {
     }
 }
 
-/// Per flat mbarrier of a CTA the phases completed, then per warp of the CTA the HGMMAs
-/// completed, that something is known to follow.
+/// Per CTA of a cluster (by rank), per flat mbarrier the phases completed, then per warp the
+/// HGMMAs completed, that something is known to follow.
 type Clock = Vec<u64>;
 
 fn join(into: &mut [u64], from: &[u64]) {
@@ -147,6 +149,8 @@ pub struct Sanitizer {
     nb: u32,
     nw: u32,
     ns: u32,
+    /// CTAs per cluster: a clock has `nb + nw` entries for each.
+    cluster: u32,
     ctas: Vec<Option<Box<CtaState>>>,
 }
 
@@ -163,6 +167,7 @@ impl Sanitizer {
             nb: names.mbarriers_per_cta(),
             nw: names.warps_per_cta(),
             ns: names.slots_per_cta(),
+            cluster: names.cluster_size(),
             names,
             ctas: Vec::new(),
         }
@@ -170,8 +175,9 @@ impl Sanitizer {
 
     fn cta(&mut self, cta: u32) -> &mut CtaState {
         let (nb, nw, ns) = (self.nb as usize, self.nw as usize, self.ns as usize);
+        let width = self.cluster as usize * (nb + nw);
         grown(&mut self.ctas, cta).get_or_insert_with(|| {
-            let clock = vec![0; nb + nw];
+            let clock = vec![0; width];
             Box::new(CtaState {
                 warps: vec![
                     WarpState {
@@ -201,6 +207,11 @@ impl Sanitizer {
         (warp / self.nw, warp % self.nw)
     }
 
+    /// Where CTA `cta`'s entries start in a clock: at its cluster rank's.
+    fn at(&self, cta: u32) -> usize {
+        ((cta % self.cluster) * (self.nb + self.nw)) as usize
+    }
+
     /// Observes one engine event; a hazard is returned before the event's state is recorded.
     pub fn observe(&mut self, hook: &Hook) -> Result<(), Finding> {
         let nb = self.nb as usize;
@@ -212,12 +223,12 @@ impl Sanitizer {
                 acc,
             } => {
                 let (ci, wl) = self.warp(warp);
-                let ns = self.ns;
+                let (ns, at) = (self.ns, self.at(ci));
                 let c = self.cta(ci);
                 let known = &c.warps[wl as usize].clock;
                 for s in reads.into_iter().filter(|&s| s != NO_SLOT) {
                     if let Some(f) = c.slots[(s % ns) as usize].fill {
-                        if f.phase.is_none_or(|p| known[f.bar as usize] <= p) {
+                        if f.phase.is_none_or(|p| known[at + f.bar as usize] <= p) {
                             return Err(Finding::ReadBeforeArrival {
                                 slot: self.names.slot_name(s),
                                 mbarrier: self.names.mbarrier(f.bar),
@@ -239,8 +250,9 @@ impl Sanitizer {
                 warp, acc, pipe, ..
             } => {
                 let (ci, wl) = self.warp(warp);
+                let at = self.at(ci);
                 let w = &mut self.cta(ci).warps[wl as usize];
-                let done = w.clock[nb + wl as usize];
+                let done = w.clock[at + nb + wl as usize];
                 if *grown(&mut w.acc_last, acc as u32) > done {
                     let pending = w.hgmmas - done;
                     return Err(Finding::AccumulatorsInFlight {
@@ -256,38 +268,34 @@ impl Sanitizer {
                 slot,
                 bar,
             } => {
+                // `cta` is another CTA of the cluster's when the load multicasts: its readers
+                // are ordered by what the issuer learned of them through remote arrivals.
                 let (ci, wl) = self.warp(warp);
-                let (nw, ns) = (self.nw, self.ns);
-                if cta != ci {
-                    // Multicast into another CTA of the cluster: what its readers did is not
-                    // in this warp's clock (clocks are per CTA), so only the fill is recorded.
-                    let s = &mut self.cta(cta).slots[(slot % ns) as usize];
-                    s.fill = Some(Fill { bar, phase: None });
-                    s.loading += 1;
-                    s.readers.clear();
-                    return Ok(());
-                }
-                let c = self.cta(ci);
-                let known = &c.warps[wl as usize].clock;
-                let s = &mut c.slots[(slot % ns) as usize];
+                let (nw, ns, at) = (self.nw, self.ns, self.at(cta));
+                let known = self.cta(ci).warps[wl as usize].clock.clone();
+                let s = &mut self.cta(cta).slots[(slot % ns) as usize];
                 let fill = s.fill;
                 let unordered = s
                     .readers
                     .iter()
                     .enumerate()
-                    .find(|(r, read)| read.hgmma > known[nb + r])
+                    .find(|(r, read)| read.hgmma > known[at + nb + r])
                     .map(|(r, &read)| (r, read));
                 if let Some((r, read)) = unordered {
+                    let mut reader = self.names.warp(r as u32).to_string();
+                    if cta != ci {
+                        reader += &format!(" (cluster rank {})", cta % self.cluster);
+                    }
                     return Err(match fill {
                         Some(_) => Finding::WriteAfterRead {
                             slot: self.names.slot_name(slot),
-                            warp: self.names.warp(r as u32).to_string(),
+                            warp: reader,
                         },
                         // A read before the slot's first load reads what this load brings.
                         None => Finding::ReadBeforeArrival {
                             slot: self.names.slot_name(slot),
                             mbarrier: self.names.mbarrier(bar),
-                            culprit: Some((ci * nw + r as u32, read.pc)),
+                            culprit: Some((cta * nw + r as u32, read.pc)),
                         },
                     });
                 }
@@ -307,12 +315,11 @@ impl Sanitizer {
                 }
             }
             Hook::MbarrierArrived { warp, cta, bar } => {
+                // `cta` is another CTA of the cluster's for a remote arrival: it releases what
+                // the sender knows at cluster scope.
                 let (ci, wl) = self.warp(warp);
-                // A remote arrival carries no clock: the sender's is of its own CTA.
-                if cta == ci {
-                    let c = self.cta(ci);
-                    join(&mut c.bars[bar as usize].open, &c.warps[wl as usize].clock);
-                }
+                let known = self.cta(ci).warps[wl as usize].clock.clone();
+                join(&mut self.cta(cta).bars[bar as usize].open, &known);
             }
             Hook::MbarrierUpdated {
                 bar,
@@ -334,17 +341,19 @@ impl Sanitizer {
                 }
             }
             Hook::PhaseCompleted { cta, bar } => {
+                let at = self.at(cta);
                 let b = &mut self.cta(cta).bars[bar as usize];
                 b.completed += 1;
-                b.open[bar as usize] = b.completed;
+                b.open[at + bar as usize] = b.completed;
                 let at = (b.completed % PHASES_KEPT) as usize;
                 b.done[at].copy_from_slice(&b.open);
             }
             Hook::MbarrierWaitPassed { warp, bar, parity } => {
                 let (ci, wl) = self.warp(warp);
+                let at = self.at(ci);
                 let c = self.cta(ci);
                 let clock = &mut c.warps[wl as usize].clock;
-                let known = clock[bar as usize];
+                let known = clock[at + bar as usize];
                 // The earliest phase count at or after what the warp knows whose parity lets
                 // the wait pass (a count whose last completed phase has parity `parity`).
                 let seen = known + u64::from(known % 2 == u64::from(parity & 1));
@@ -366,17 +375,18 @@ impl Sanitizer {
             }
             Hook::WgmmaWaitPassed { warp, n } => {
                 let (ci, wl) = self.warp(warp);
+                let at = self.at(ci);
                 let w = &mut self.cta(ci).warps[wl as usize];
                 // All but the `n` latest committed groups are complete.
                 let covered = (w.groups.len() as u64).saturating_sub(n) as usize;
                 if let Some(end) = w.groups.drain(..covered).next_back() {
-                    let done = &mut w.clock[nb + wl as usize];
+                    let done = &mut w.clock[at + nb + wl as usize];
                     *done = (*done).max(end);
                 }
             }
             Hook::NamedBarrierArrived { warp, id, sync } => {
                 let (ci, wl) = self.warp(warp);
-                let width = (self.nb + self.nw) as usize;
+                let width = (self.cluster * (self.nb + self.nw)) as usize;
                 let c = self.cta(ci);
                 let named = grown(&mut c.named, id as u32);
                 named.clock.resize(width, 0);
@@ -494,19 +504,63 @@ mod tests {
     }
 
     #[test]
-    fn a_multicast_fill_orders_the_other_ctas_readers_by_their_own_wait() {
-        let mut s = sanitizer();
-        // CTA 1's consumer read its sB[0] (slot 4 + B0); CTA 0's producer multicasts into it:
-        // CTA 0's clock knows nothing of CTA 1's readers, so no write-after-read is claimed.
-        assert_eq!(s.observe(&wgmma(CONSUMER + 8, [NO_SLOT, 4 + B0])), Ok(()));
+    fn a_multicast_fill_orders_the_other_ctas_readers_through_their_remote_arrivals() {
+        let mut s = Sanitizer::new(sanitizer().names.with_cluster(2));
+        // CTA 0's producer multicasts into CTA 1's sB[0] (slot 4 + B0), which CTA 1's consumer
+        // reads after its own wait and has not released: multicasting again overwrites it.
         let mcast = Hook::TmaLoadIssued {
             warp: PRODUCER,
             cta: 1,
             slot: 4 + B0,
             bar: FULL0,
         };
+        let first = [
+            mcast,
+            Hook::TmaLoadLanded {
+                cta: 1,
+                slot: 4 + B0,
+                bar: FULL0,
+                bytes: 4096,
+            },
+            Hook::PhaseCompleted { cta: 1, bar: FULL0 },
+            wait(CONSUMER + 8, FULL0, 0),
+            wgmma(CONSUMER + 8, [NO_SLOT, 4 + B0]),
+        ];
+        assert_eq!(run(&mut s, &first), Ok(()));
+        let war = Err(Finding::WriteAfterRead {
+            slot: "sB[0]".into(),
+            warp: "consumer0.w0 (cluster rank 1)".into(),
+        });
+        assert_eq!(s.observe(&mcast), war);
+        // Its release without a wait_group covering the read, on CTA 0's empty[0], passes
+        // nothing the producer can rely on.
+        let arrive = Hook::MbarrierArrived {
+            warp: CONSUMER + 8,
+            cta: 0,
+            bar: EMPTY0,
+        };
+        let handoff = [arrive, phase(EMPTY0), wait(PRODUCER, EMPTY0, 0)];
+        assert_eq!(run(&mut s, &handoff), Ok(()));
+        assert_eq!(s.observe(&mcast), war);
+        // With the wait_group before the remote arrive, the next phase orders the read.
+        let covered = [
+            Hook::WgmmaCommitted {
+                warp: CONSUMER + 8,
+                warpgroup: 0,
+                group: 1,
+            },
+            Hook::WgmmaWaitPassed {
+                warp: CONSUMER + 8,
+                n: 0,
+            },
+            arrive,
+            phase(EMPTY0),
+            wait(PRODUCER, EMPTY0, 1),
+        ];
+        assert_eq!(run(&mut s, &covered), Ok(()));
         assert_eq!(s.observe(&mcast), Ok(()));
-        // The fill is recorded: reading it before CTA 1's own wait is a read before arrival.
+        // The fill is recorded in CTA 1: reading it before CTA 1's own wait is a read before
+        // arrival.
         assert_eq!(
             s.observe(&wgmma(CONSUMER + 8, [NO_SLOT, 4 + B0])),
             Err(Finding::ReadBeforeArrival {
@@ -515,17 +569,6 @@ mod tests {
                 culprit: None,
             })
         );
-        // A remote arrival on CTA 1's barrier joins no clock of CTA 0 into it.
-        let remote = Hook::MbarrierArrived {
-            warp: PRODUCER,
-            cta: 1,
-            bar: EMPTY0,
-        };
-        assert_eq!(s.observe(&remote), Ok(()));
-        assert!(s.ctas[1].as_ref().unwrap().bars[EMPTY0 as usize]
-            .open
-            .iter()
-            .all(|&c| c == 0));
     }
 
     #[test]
