@@ -396,3 +396,40 @@ fn analyze_json_holds_the_tables_figures() {
         "error: --l2-hit 1.5 must be in [0, 1)\n"
     );
 }
+
+/// `sim analyze waves --cluster`: whole clusters on each GPC, the idle slots counted as waste,
+/// and a size or tile count the preset cannot launch refused.
+#[test]
+fn analyze_waves_places_clusters_on_gpcs() {
+    let out = stdout_of(&["analyze", "waves", "--tiles", "256", "--cluster", "4"]);
+    assert_eq!(
+        fields(&out, "1 "),
+        ["1", "256", "128", "2", "100%", "97.0%"],
+        "{out}"
+    );
+    assert!(out.contains("clusters of 4, each on one GPC (18, 18, 16, 16, 16, 16, 16, 16 SMs): 32 at once, 4 of 132 CTA slots idle"), "{out}");
+    // Pairs fit every GPC: the same waves as without clusters.
+    let pairs = stdout_of(&["analyze", "waves", "--tiles", "256", "--cluster", "2"]);
+    assert_eq!(
+        fields(&pairs, "1 "),
+        ["1", "256", "132", "2", "94%", "97.0%"]
+    );
+    for (args, err) in [
+        (
+            vec!["--tiles", "255", "--cluster", "2"],
+            "error: --tiles 255 is not a whole number of clusters of 2 (a grid is whole clusters)\n",
+        ),
+        (
+            vec!["--tiles", "256", "--cluster", "32"],
+            "error: --cluster 32: h100-sxm runs clusters of 1 to 16 CTA(s), all on one GPC\n",
+        ),
+        (
+            vec!["--gpu", "a100-sxm", "--tiles", "256", "--cluster", "2"],
+            "error: --cluster 2: a100-sxm runs clusters of 1 to 1 CTA(s), all on one GPC\n",
+        ),
+    ] {
+        let out = sim(&[&["analyze", "waves"], &args[..]].concat());
+        assert_eq!(out.status.code(), Some(1));
+        assert_eq!(String::from_utf8_lossy(&out.stderr), err);
+    }
+}

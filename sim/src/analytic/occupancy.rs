@@ -8,6 +8,7 @@
 
 use super::error::{in_range, InputError};
 use super::gpu::GpuSpec;
+use crate::gpu::cta_scheduler::max_active_clusters;
 
 const WARP: u64 = 32;
 
@@ -128,7 +129,27 @@ pub struct Waves {
 
 /// `tiles` and `ctas_per_sm` must be at least 1 (an occupancy from [`occupancy`] that fits).
 pub fn waves(gpu: &GpuSpec, tiles: u64, ctas_per_sm: u64) -> Waves {
-    let per_wave = gpu.sms * ctas_per_sm;
+    fill(tiles, gpu.sms * ctas_per_sm)
+}
+
+/// As [`waves`] for a grid of clusters of `size` CTAs, each placed on one GPC (SMs per GPC in
+/// `gpc_sms`): a wave holds the clusters each GPC's CTA slots allow
+/// (`cudaOccupancyMaxActiveClusters`), so a GPC's slots short of a whole cluster stay idle. None
+/// when no GPC holds one. The efficiency counts the idle slots as wasted.
+pub fn cluster_waves(tiles: u64, ctas_per_sm: u32, gpc_sms: &[u32], size: u32) -> Option<Waves> {
+    let clusters = max_active_clusters(gpc_sms, ctas_per_sm, size);
+    let slots: u64 = gpc_sms.iter().map(|&n| u64::from(n * ctas_per_sm)).sum();
+    (clusters > 0).then(|| {
+        let w = fill(tiles, u64::from(clusters * size));
+        Waves {
+            efficiency: tiles as f64 / (w.waves * slots) as f64,
+            ..w
+        }
+    })
+}
+
+/// `tiles` in waves of `per_wave` (at least 1).
+fn fill(tiles: u64, per_wave: u64) -> Waves {
     let waves = tiles.div_ceil(per_wave);
     Waves {
         tiles,
@@ -145,6 +166,21 @@ mod tests {
 
     fn block(threads: u64, regs: u64, smem: u64) -> Block {
         Block::new(&GpuSpec::h100_sxm(), threads, regs, smem).unwrap()
+    }
+
+    #[test]
+    fn clusters_fill_each_gpc_with_whole_clusters() {
+        // Eight GPCs of 18, 18 and six of 16 SMs, one CTA per SM: clusters of 4 leave two SMs
+        // of each 18-SM GPC idle, clusters of 16 two of those and none of the others.
+        let gpcs = [18, 18, 16, 16, 16, 16, 16, 16];
+        let w = |size| cluster_waves(128, 1, &gpcs, size).unwrap();
+        assert_eq!((w(2).per_wave, w(2).waves), (132, 1));
+        assert_eq!((w(4).per_wave, w(4).waves), (128, 1));
+        assert_eq!((w(4).last_fill, w(4).efficiency), (1.0, 128.0 / 132.0));
+        assert_eq!(w(16).per_wave, 128);
+        assert_eq!(cluster_waves(132, 1, &gpcs, 4).unwrap().waves, 2);
+        assert_eq!(cluster_waves(32, 1, &[8, 8], 16), None);
+        assert_eq!(cluster_waves(32, 2, &[8, 8], 16).unwrap().per_wave, 32);
     }
 
     #[test]

@@ -66,6 +66,12 @@ pub enum AnalyzeError {
     },
     #[error("--sm-gbps {0} must be a positive number")]
     SmBandwidth(f64),
+    #[error("--cluster {0}: {1} runs clusters of 1 to {2} CTA(s), all on one GPC")]
+    ClusterSize(u64, &'static str, u64),
+    #[error("--tiles {0} is not a whole number of clusters of {1} (a grid is whole clusters)")]
+    ClusterTiles(u64, u64),
+    #[error(transparent)]
+    Preset(#[from] crate::gpu::preset::PresetError),
 }
 
 /// The text `sim analyze` prints.

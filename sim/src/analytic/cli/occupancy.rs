@@ -6,7 +6,8 @@ use super::AnalyzeError;
 use crate::analytic::error::in_range;
 use crate::analytic::fmt::{grouped, percent, Table};
 use crate::analytic::gpu::GpuSpec;
-use crate::analytic::occupancy::{occupancy, waves, Block, Occupancy, Waves};
+use crate::analytic::occupancy::{cluster_waves, occupancy, waves, Block, Occupancy, Waves};
+use crate::gpu::preset::Preset;
 use clap::Args;
 use serde_json::{json, Value};
 use std::fmt::Write;
@@ -38,6 +39,9 @@ pub(super) struct WavesArgs {
     /// CTAs each SM holds at once (the occupancy).
     #[arg(long, default_value_t = 1)]
     ctas_per_sm: u64,
+    /// CTAs per thread-block cluster: each cluster runs on one GPC (the preset's `cluster`).
+    #[arg(long, default_value_t = 1)]
+    cluster: u64,
 }
 
 /// Most tiles `sim analyze waves` takes: slot counts stay exact.
@@ -98,34 +102,84 @@ pub(super) fn occupancy_json(o: &Occupancy) -> Value {
     json!({"limits": limits, "ctas_per_sm": o.ctas, "limiter": o.limiter})
 }
 
-/// The GPU, tiles and CTAs per SM the arguments give, checked.
-fn waves_inputs(a: &WavesArgs) -> Result<(GpuSpec, u64, u64), AnalyzeError> {
+/// The waves the arguments give, checked: on the GPU, with the CTAs per SM and, for clusters,
+/// the SMs of each GPC.
+struct WavesInputs {
+    gpu: GpuSpec,
+    ctas: u64,
+    gpc_sms: Vec<u32>,
+    waves: Waves,
+}
+
+fn waves_inputs(a: &WavesArgs) -> Result<WavesInputs, AnalyzeError> {
     let gpu = GpuSpec::by_name(&a.gpu)?;
     let tiles = in_range("tiles", a.tiles, MAX_TILES)?;
     let ctas = in_range("ctas-per-sm", a.ctas_per_sm, gpu.ctas_per_sm)?;
-    Ok((gpu, tiles, ctas))
+    if a.cluster == 1 {
+        let waves = waves(&gpu, tiles, ctas);
+        return Ok(WavesInputs {
+            gpu,
+            ctas,
+            gpc_sms: Vec::new(),
+            waves,
+        });
+    }
+    let preset = Preset::builtin(gpu.name)?;
+    let max = u64::from(preset.cluster.max_size);
+    let size = in_range("cluster", a.cluster, max)
+        .map_err(|_| AnalyzeError::ClusterSize(a.cluster, gpu.name, max))?;
+    if !tiles.is_multiple_of(size) {
+        return Err(AnalyzeError::ClusterTiles(tiles, size));
+    }
+    let gpc_sms = preset.cluster.gpcs(preset.sm.count);
+    // Both at most the preset's limits (16 CTAs a cluster, 32 an SM).
+    let waves = cluster_waves(tiles, ctas as u32, &gpc_sms, size as u32)
+        .ok_or(AnalyzeError::ClusterSize(size, gpu.name, max))?;
+    Ok(WavesInputs {
+        gpu,
+        ctas,
+        gpc_sms,
+        waves,
+    })
 }
 
 pub(super) fn run_waves(a: &WavesArgs) -> Result<String, AnalyzeError> {
-    let (gpu, tiles, ctas) = waves_inputs(a)?;
+    let w = waves_inputs(a)?;
+    let ctas = w.ctas;
     let mut t = waves_table();
-    t.row(waves_row(ctas.to_string(), &waves(&gpu, tiles, ctas)));
-    Ok(format!(
-        "Waves on {}: {tiles} tiles, {} SMs x {ctas} CTA{}/SM\n\n{}",
-        gpu.name,
-        gpu.sms,
+    t.row(waves_row(ctas.to_string(), &w.waves));
+    let mut out = format!(
+        "Waves on {}: {} tiles, {} SMs x {ctas} CTA{}/SM\n\n{}",
+        w.gpu.name,
+        w.waves.tiles,
+        w.gpu.sms,
         if ctas == 1 { "" } else { "s" },
         t.render()
-    ))
+    );
+    if a.cluster > 1 {
+        let gpcs: Vec<String> = w.gpc_sms.iter().map(u32::to_string).collect();
+        let _ = writeln!(
+            out,
+            "  clusters of {}, each on one GPC ({} SMs): {} at once, {} of {} CTA slots idle",
+            a.cluster,
+            gpcs.join(", "),
+            w.waves.per_wave / a.cluster,
+            w.gpu.sms * ctas - w.waves.per_wave,
+            w.gpu.sms * ctas
+        );
+    }
+    Ok(out)
 }
 
 /// As [`run_waves`], as one JSON object (`--json`).
 pub(super) fn run_waves_json(a: &WavesArgs) -> Result<Value, AnalyzeError> {
-    let (gpu, tiles, ctas) = waves_inputs(a)?;
-    let mut v = waves_json(&waves(&gpu, tiles, ctas), ctas);
+    let w = waves_inputs(a)?;
+    let mut v = waves_json(&w.waves, w.ctas);
     v["model"] = json!("waves");
-    v["gpu"] = json!(gpu.name);
-    v["sms"] = json!(gpu.sms);
+    v["gpu"] = json!(w.gpu.name);
+    v["sms"] = json!(w.gpu.sms);
+    v["cluster"] = json!(a.cluster);
+    v["gpc_sms"] = json!(w.gpc_sms);
     Ok(v)
 }
 
