@@ -20,8 +20,19 @@ const OCCUPANCY: [(u64, u64, u64); 6] = [
 const WGMMA_N: [u64; 4] = [8, 64, 136, 256];
 /// Attention: bm and the L2 hit rate in percent, around H100's 78% threshold at M = 64.
 const ATTENTION: [(u64, u64); 6] = [(64, 0), (64, 77), (64, 78), (128, 50), (192, 13), (256, 99)];
-/// Waves: tiles and CTAs per SM.
-const WAVES: [(u64, u64); 6] = [(132, 1), (133, 1), (1, 1), (264, 2), (400, 3), (528, 4)];
+/// Waves: tiles, CTAs per SM and the cluster slider's position (cluster size 2^i, clamped to
+/// the preset's largest; the tiles snap to whole clusters).
+const WAVES: [(u64, u64, u64); 9] = [
+    (132, 1, 0),
+    (133, 1, 0),
+    (1, 1, 0),
+    (264, 2, 0),
+    (400, 3, 0),
+    (528, 4, 0),
+    (256, 1, 2),
+    (133, 1, 1),
+    (400, 2, 4),
+];
 
 /// Moves every control through its settings on every preset and records the page's cells and
 /// command line after each move.
@@ -40,7 +51,12 @@ fn driver() -> String {
             .map(|(b, h)| format!("[{b},{h}]"))
             .collect(),
     );
-    let waves = list(WAVES.iter().map(|(t, c)| format!("[{t},{c}]")).collect());
+    let waves = list(
+        WAVES
+            .iter()
+            .map(|(t, c, k)| format!("[{t},{c},{k}]"))
+            .collect(),
+    );
     format!(
         r#"
 const $ = (id) => document.getElementById(id);
@@ -70,8 +86,9 @@ for (const name of [...gpu.options].map((o) => o.value)) {{
     s.cmd = txt('#att-cmd');
     out.states.push(s);
   }}
-  for (const [t, c] of {waves}) {{
-    const s = {{ gpu: name, widget: 'waves', tiles: set('waves-tiles', t), ctas: set('waves-ctas', c) }};
+  for (const [t, c, k] of {waves}) {{
+    set('waves-cluster', k);
+    const s = {{ gpu: name, widget: 'waves', ctas: set('waves-ctas', c), tiles: set('waves-tiles', t), cluster: Number(txt('#waves-cluster-v')) }};
     s.cells = [txt('#waves-per-wave')].concat(cells('waves', ['waves', 'last', 'efficiency']));
     s.cmd = txt('#waves-cmd');
     out.states.push(s);
@@ -124,7 +141,13 @@ fn analyze(s: &Value) -> (Vec<String>, Vec<String>, Result<String, String>) {
                 format!("{:.2}", s["hit"].as_f64().unwrap() / 100.0),
             ),
         ],
-        _ => vec![("--tiles", int("tiles")), ("--ctas-per-sm", int("ctas"))],
+        _ => {
+            let mut o = vec![("--tiles", int("tiles")), ("--ctas-per-sm", int("ctas"))];
+            if s["cluster"] != 1 {
+                o.push(("--cluster", int("cluster")));
+            }
+            o
+        }
     };
     for (k, v) in opts {
         args.push(k.into());
@@ -248,6 +271,33 @@ fn every_widget_shows_what_sim_analyze_prints_in_a_browser() {
     for (widget, cells) in &shown {
         assert!(cells.len() >= 3, "{widget:?}: {cells:?}");
     }
+    // The cluster slider: clusters of 4 leave 4 of the H100's 132 slots idle; 133 tiles snap
+    // to 134 in pairs; at 2 CTAs per SM each GPC holds two clusters of 16 (256 of 264 slots);
+    // presets without clusters stay at 1.
+    let waves_on = |gpu: &str| -> Vec<(u64, u64, String)> {
+        states
+            .iter()
+            .filter(|s| s["gpu"] == gpu && s["widget"] == "waves")
+            .map(|s| {
+                let per = s["cells"][0].as_str().unwrap().to_string();
+                (
+                    s["tiles"].as_u64().unwrap(),
+                    s["cluster"].as_u64().unwrap(),
+                    per,
+                )
+            })
+            .collect()
+    };
+    let h100 = waves_on("h100-sxm");
+    assert_eq!(
+        h100[6..],
+        [
+            (256, 4, "128".into()),
+            (134, 2, "132".into()),
+            (400, 16, "256".into())
+        ]
+    );
+    assert!(waves_on("a100-sxm").iter().all(|w| w.1 == 1));
     // 256 threads of 64 registers with 48 KiB on an H100: the registers bind, at 4 CTAs.
     let first = &states[0];
     assert_eq!(

@@ -136,18 +136,24 @@ window.onerror = function (m) { document.body.setAttribute('data-error', String(
   }
 
   function waves() {
-    const v = G.waves, tiles = num('waves-tiles'), ctas = num('waves-ctas');
-    const rows = T[v.rows][ctas - 1], c = rows[tiles - 1], per = v.per_wave[ctas - 1];
+    const v = G.waves, ctas = num('waves-ctas'), size = v.sizes[num('waves-cluster')];
+    // The tiles are whole clusters: the slider steps by the cluster size.
+    const slider = $('waves-tiles');
+    slider.min = size; slider.step = size;
+    const tiles = num('waves-tiles');
+    const rows = T[v.rows][ctas - 1][v.sizes.indexOf(size)], c = rows[tiles / size - 1];
+    const per = v.per_wave[ctas - 1][v.sizes.indexOf(size)];
     put('#waves-tiles-v', String(tiles));
     put('#waves-ctas-v', String(ctas));
+    put('#waves-cluster-v', String(size));
     put('#waves-per-wave', per);
     ['waves', 'last', 'efficiency'].forEach(function (k, i) { put('[data-waves="' + k + '"]', c[i]); });
-    put('#waves-cmd', 'sim analyze waves --gpu ' + G.name + ' --tiles ' + tiles + ' --ctas-per-sm ' + ctas);
+    put('#waves-cmd', 'sim analyze waves --gpu ' + G.name + ' --tiles ' + tiles + ' --ctas-per-sm ' + ctas + (size > 1 ? ' --cluster ' + size : ''));
     // Efficiency over the tiles: a full wave at each multiple of its slots, then a drop.
     const p = plot($('waves-chart'), 1, v.max_tiles, 0, 100);
     let s = p.frame;
     for (let k = Number(per); k < v.max_tiles; k += Number(per)) s += line(p.x(k), p.top, p.x(k), p.bottom, 'stroke:#ddd');
-    s += path(rows.map(function (r, i) { return [p.x(i + 1), p.y(parseFloat(r[2]))]; }), 'stroke:#1565c0;stroke-width:1.5');
+    s += path(rows.map(function (r, i) { return [p.x((i + 1) * size), p.y(parseFloat(r[2]))]; }), 'stroke:#1565c0;stroke-width:1.5');
     s += '<circle cx="' + p.x(tiles).toFixed(1) + '" cy="' + p.y(parseFloat(c[2])).toFixed(1) + '" r="4" fill="#c62828"/>';
     s += text(PAD - 4, p.y(100) + 4, '100%', 'end') + text(PAD - 4, p.bottom, '0%', 'end');
     s += text(p.x(1), p.bottom + 16, '1 tile') + text(W - 14, p.bottom + 16, grouped(v.max_tiles) + ' tiles', 'end');
@@ -162,6 +168,7 @@ window.onerror = function (m) { document.body.setAttribute('data-error', String(
     $('occ-smem').max = T[G.occupancy.smem].length - 1;
     $('waves-tiles').max = G.waves.max_tiles;
     $('waves-ctas').max = T[G.waves.rows].length;
+    $('waves-cluster').max = G.waves.sizes.length - 1;
   }
   function all() { occupancy(); wgmma(); attention(); waves(); }
 
@@ -175,7 +182,7 @@ window.onerror = function (m) { document.body.setAttribute('data-error', String(
   select.addEventListener('change', function () { ranges(select.value); all(); });
   ranges(D.initial);
   const draw = { occ: occupancy, wgm: wgmma, att: attention, wav: waves };
-  [['occ-threads', 256], ['occ-regs', 64], ['occ-smem', 48], ['wgmma-n', 64], ['att-bm', 64], ['att-hit', 50], ['waves-tiles', 133], ['waves-ctas', 1]].forEach(function (c) {
+  [['occ-threads', 256], ['occ-regs', 64], ['occ-smem', 48], ['wgmma-n', 64], ['att-bm', 64], ['att-hit', 50], ['waves-tiles', 133], ['waves-ctas', 1], ['waves-cluster', 0]].forEach(function (c) {
     const input = $(c[0]);
     input.value = c[1];
     input.addEventListener('input', draw[c[0].slice(0, 3)]);

@@ -15,8 +15,9 @@ use super::cli::occupancy::{ctas_cell, limit_cell, resident_share, waves_cells};
 use super::cli::wgmma::{fed_n, feed_cells};
 use super::cli::AnalyzeError;
 use super::gpu::GpuSpec;
-use super::occupancy::{occupancy, waves, Block};
+use super::occupancy::{cluster_waves, occupancy, waves, Block};
 use super::wgmma::WGMMA_M;
+use crate::gpu::preset::Preset;
 use serde_json::{json, Value};
 
 /// The wgmma N and attention's bm the sliders offer, as `sim analyze` accepts them.
@@ -108,24 +109,50 @@ fn occupancy_data(gpu: &GpuSpec, pool: &mut Pool) -> Value {
     })
 }
 
-/// Per CTAs per SM (1 to 4), the slots of a wave, and the waves, last wave and efficiency
-/// cells of 1 to 4·SMs tiles.
+/// Per CTAs per SM (1 to 4) and cluster size (powers of two up to the preset's largest), the
+/// slots of a wave, and the waves, last wave and efficiency cells of each whole number of
+/// clusters up to 4·SMs tiles.
 fn waves_data(gpu: &GpuSpec, pool: &mut Pool) -> Value {
     let max_tiles = WAVE_TILES * gpu.sms;
-    let ctas = 1..=WAVE_CTAS.min(gpu.ctas_per_sm);
-    let per_wave: Vec<String> = ctas
-        .clone()
-        .map(|c| waves(gpu, 1, c).per_wave.to_string())
+    let preset = Preset::builtin(gpu.name).expect("every analytic GPU is a preset");
+    let gpc_sms = preset.cluster.gpcs(preset.sm.count);
+    let sizes: Vec<u64> = (0..)
+        .map(|i| 1u64 << i)
+        .take_while(|&s| s <= u64::from(preset.cluster.max_size))
         .collect();
-    let per_ctas: Vec<Value> = ctas
+    let at = |tiles: u64, ctas: u64, size: u64| match size {
+        1 => waves(gpu, tiles, ctas),
+        _ => cluster_waves(tiles, ctas as u32, &gpc_sms, size as u32)
+            .expect("clusters of 16 fit a GPC"),
+    };
+    let ctas = 1..=WAVE_CTAS.min(gpu.ctas_per_sm);
+    let per_wave: Vec<Vec<String>> = ctas
+        .clone()
         .map(|c| {
-            let cells: Vec<[String; 3]> = (1..=max_tiles)
-                .map(|t| waves_cells(&waves(gpu, t, c)))
-                .collect();
-            json!(cells)
+            sizes
+                .iter()
+                .map(|&s| at(s, c, s).per_wave.to_string())
+                .collect()
         })
         .collect();
-    json!({ "max_tiles": max_tiles, "per_wave": per_wave, "rows": pool.add(json!(per_ctas)) })
+    let rows: Vec<Vec<Vec<[String; 3]>>> = ctas
+        .map(|c| {
+            sizes
+                .iter()
+                .map(|&s| {
+                    (1..=max_tiles / s)
+                        .map(|k| waves_cells(&at(k * s, c, s)))
+                        .collect()
+                })
+                .collect()
+        })
+        .collect();
+    json!({
+        "max_tiles": max_tiles,
+        "sizes": sizes,
+        "per_wave": per_wave,
+        "rows": pool.add(json!(rows)),
+    })
 }
 
 /// The feed cells of each N, or why this GPU has none.
@@ -225,7 +252,11 @@ mod tests {
         assert_eq!(table("share")[32], "50%");
         let w = waves_data(&gpu, &mut pool);
         let rows = &pool.0[w["rows"].as_u64().unwrap() as usize];
-        assert_eq!(rows[0][132], json!(["2", "1%", "50.4%"]));
+        assert_eq!(rows[0][0][132], json!(["2", "1%", "50.4%"]));
+        // Clusters of 4 (index 2): 64 of them, 256 tiles, two full waves of 128 of 132 slots.
+        assert_eq!(w["sizes"], json!([1, 2, 4, 8, 16]));
+        assert_eq!(w["per_wave"][0][2], "128");
+        assert_eq!(rows[0][2][63], json!(["2", "100%", "97.0%"]));
         let a = attention_data(&gpu, &mut pool);
         let per_bm = &pool.0[a["per_bm"].as_u64().unwrap() as usize];
         assert_eq!(per_bm[0]["rows"], json!(["64", "295", "4.6x", "78%"]));
