@@ -42,6 +42,48 @@ fn ss_wgmma_tensor_busy_follows_the_feed_model() {
     }
 }
 
+/// wgmma_stream with its operands A and B of a type each, and K elements a k-step (32 bytes of
+/// a row).
+fn wgmma_stream_of(
+    (a_dtype, a_k): (&str, u32),
+    (dtype, k): (&str, u32),
+) -> Result<RunStats, String> {
+    let text = std::fs::read_to_string(scenario("wgmma_stream"))
+        .unwrap()
+        .replace(
+            "Buffer(name: \"sA\", dtype: BF16, shape: [64, \"16 * ksteps\"])",
+            &format!("Buffer(name: \"sA\", dtype: {a_dtype}, shape: [64, \"{a_k} * ksteps\"])"),
+        )
+        .replace(
+            "Buffer(name: \"sB\", dtype: BF16, shape: [\"n\", \"16 * ksteps\"])",
+            &format!("Buffer(name: \"sB\", dtype: {dtype}, shape: [\"n\", \"{k} * ksteps\"])"),
+        );
+    let path = temp_scenario(&format!("wgmma_{dtype}_{a_dtype}.ron"), &text);
+    let (kernel, preset) = run::load(&path, &sets(&[])).map_err(|e| e.to_string())?;
+    Ok(Engine::new(&kernel, &preset, Config::default())
+        .run()
+        .unwrap())
+}
+
+/// An HGMMA reads 32 bytes of each operand row: k32 of e4m3, k16 of bf16, k8 of tf32 take the
+/// same cycles, so FP8 does twice and TF32 half the 16-bit FLOPs; A and B of different widths
+/// are refused.
+#[test]
+fn fp8_and_tf32_wgmma_run_at_their_own_rates() {
+    let bf16 = wgmma_stream_of(("BF16", 16), ("BF16", 16)).unwrap();
+    let fp8 = wgmma_stream_of(("F8", 32), ("F8", 32)).unwrap();
+    let tf32 = wgmma_stream_of(("F32", 8), ("F32", 8)).unwrap();
+    // 64 wgmmas of 4 HGMMAs m64n128.
+    assert_eq!(bf16.flops, 64 * 4 * 2 * 64 * 128 * 16);
+    assert_eq!((fp8.flops, tf32.flops), (2 * bf16.flops, bf16.flops / 2));
+    assert_eq!((fp8.cycles, tf32.cycles), (bf16.cycles, bf16.cycles));
+    let err = wgmma_stream_of(("F8", 32), ("BF16", 16)).unwrap_err();
+    assert!(
+        err.contains("wgmma operands differ in width: A (`sA`) is F8, B (`sB`) is BF16"),
+        "{err}"
+    );
+}
+
 #[test]
 fn rs_wgmma_keeps_the_tensor_pipe_busy() {
     for n in [32i64, 64, 128, 256] {

@@ -412,6 +412,9 @@ pub enum Inst {
     /// of M rows counts M/64 of them).
     Wgmma {
         n: u32,
+        /// K of each HGMMA: 16 (bf16/f16), 32 (e4m3/e5m2) or 8 (tf32), the operands' 32 bytes
+        /// a row.
+        k: u32,
         ksteps: u32,
         a: Option<SlotRef>,
         b: SlotRef,

@@ -227,7 +227,8 @@ impl Compiler<'_> {
                 *widest = (*widest).max(shape.blocks * shape.n);
                 Inst::Wgmma {
                     n: shape.n,
-                    // The m64 blocks of each k16 step are HGMMAs of their own.
+                    k: shape.k,
+                    // The m64 blocks of each k-step are HGMMAs of their own.
                     ksteps: shape.blocks * shape.ksteps,
                     a: shape.a,
                     b: shape.b,

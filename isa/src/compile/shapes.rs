@@ -22,11 +22,14 @@ const TMA_BOX_MAX: u64 = 256;
 /// The most bytes a tensor, a buffer's slot, or all tensors together may take (256 TiB).
 pub(super) const MAX_BYTES: u64 = 1 << 48;
 
-/// A checked wgmma shape: m`m` n`n` k(16 x `ksteps`), with its shared-memory operands.
+/// A checked wgmma shape: m`m` n`n` k(`k` x `ksteps`), with its shared-memory operands.
 pub(super) struct WgmmaShape {
-    /// m64 blocks per k16 step (`m / 64`).
+    /// m64 blocks per k-step (`m / 64`).
     pub blocks: u32,
     pub n: u32,
+    /// K of one HGMMA: 32 bytes of an operand row, 16 elements of a 16-bit type, 32 of an
+    /// 8-bit one, 8 of tf32.
+    pub k: u32,
     pub ksteps: u32,
     pub a: Option<SlotRef>,
     pub b: SlotRef,
@@ -206,25 +209,41 @@ impl Compiler<'_> {
             ));
         }
         let ks = self.in_range(ksteps, path, "wgmma k-steps", 1, 64)? as u32;
+        // Every HGMMA reads 32 bytes of each operand row, whatever the type.
         let a = match a {
             AOperand::Regs => None,
-            AOperand::Smem(r) => Some(self.operand(r, path, mv as u64 * 16 * ks as u64, "A")?),
+            AOperand::Smem(r) => Some(self.operand(r, path, mv as u64 * 32 * ks as u64, "A")?),
         };
-        let b = self.operand(b, path, nv as u64 * 16 * ks as u64, "B")?;
+        let b_ref = b;
+        let b = self.operand(b_ref, path, nv as u64 * 32 * ks as u64, "B")?;
+        let dtype = self.buffers[b.buf as usize].dtype;
+        if let Some(a) = &a {
+            let (ab, bb) = (&self.buffers[a.buf as usize], &self.buffers[b.buf as usize]);
+            if ab.dtype.bytes() != bb.dtype.bytes() {
+                return Err(self.err(
+                    Some(b_ref.id),
+                    path,
+                    format!(
+                        "wgmma operands differ in width: A (`{}`) is {:?}, B (`{}`) is {:?}; both are 8-bit (e4m3/e5m2), 16-bit (bf16/f16) or 32-bit (tf32)",
+                        ab.name, ab.dtype, bb.name, bb.dtype
+                    ),
+                ));
+            }
+        }
         Ok(WgmmaShape {
             blocks: (mv / 64) as u32,
             n: nv as u32,
+            k: 32 / dtype.bytes() as u32,
             ksteps: ks,
             a,
             b,
         })
     }
 
-    /// A wgmma operand slot; checks the slot holds `elems` elements of a 16-bit type.
-    fn operand(&self, r: &Ref, path: &str, elems: u64, which: &str) -> Result<SlotRef, Diagnostic> {
+    /// A wgmma operand slot; checks the slot holds `bytes` bytes.
+    fn operand(&self, r: &Ref, path: &str, need: u64, which: &str) -> Result<SlotRef, Diagnostic> {
         let s = self.slot(r, path)?;
         let b = &self.buffers[s.buf as usize];
-        let need = elems * 2;
         if b.slot_bytes < need {
             return Err(self.err(
                 Some(r.id),

@@ -329,6 +329,7 @@ impl Engine<'_> {
             Inst::Mix { acc, .. } => self.issue_mix(w, *acc)?,
             Inst::Wgmma {
                 n,
+                k,
                 ksteps,
                 a,
                 b,
@@ -337,6 +338,7 @@ impl Engine<'_> {
                 w,
                 WgmmaOperands {
                     n: *n,
+                    k: *k,
                     ksteps: *ksteps,
                     a: a.as_ref(),
                     b,

@@ -1,7 +1,8 @@
 //! The SM's tensor pipe: its four tensor cores work on one HGMMA (wgmma m64nNk16 step) at a time.
 //!
-//! Cost of one HGMMA: `2·64·N·16 / flops_per_cycle` cycles of math, and its shared-memory operands
-//! (A: 64×16×2 = 2048 B in the SS form, none in the RS form; B: N×16×2 = 32·N B) read through the
+//! Cost of one HGMMA: `2·64·N·16 / flops_per_cycle` cycles of math (for any operand type: a k32
+//! 8-bit or k8 tf32 HGMMA takes the cycles of a k16 16-bit one), and its shared-memory operands
+//! (A: 64 rows × 32 B = 2048 B in the SS form, none in the RS form; B: 32·N B) read through the
 //! shared-memory port it shares with every other user. The pipe is held for the longer of the two,
 //! which gives back-to-back SS wgmma a busy fraction of `min(1, 0.5N / (16 + 0.25N))` on H100,
 //! and an RS HGMMA holds it at least `tensor.rs_min_cycles` (a floor on the pipe's throughput that
@@ -33,6 +34,8 @@ pub struct Hgmma {
     /// Index of the warpgroup (engine-wide) that issued it.
     pub warpgroup: u32,
     pub n: u32,
+    /// Its K: 16 (bf16/f16), 32 (e4m3/e5m2) or 8 (tf32).
+    pub k: u32,
     /// A comes from shared memory (SS form).
     pub a_smem: bool,
 }
@@ -42,10 +45,14 @@ pub const NO_SLOT: u32 = u32::MAX;
 
 impl Hgmma {
     pub fn flops(&self) -> u64 {
-        2 * 64 * self.n as u64 * 16
+        2 * 64 * self.n as u64 * self.k as u64
     }
+    /// Its math at `flops_per_cycle` 16-bit FLOP a cycle. Every type takes the cycles of a k16
+    /// 16-bit HGMMA of the same N: a row of 32 bytes per operand, so 8-bit types run at twice
+    /// the 16-bit FLOP rate and tf32 at half (the H100's dense peaks: 1,979, 989 and 494
+    /// TFLOP/s, NVIDIA H100 datasheet; not yet measured here).
     pub fn math_cycles(&self, flops_per_cycle: u64) -> u64 {
-        self.flops().div_ceil(flops_per_cycle)
+        (2 * 64 * self.n as u64 * 16).div_ceil(flops_per_cycle)
     }
     /// Cycles it holds the pipe apart from its operand reads: its math, and in the RS form at
     /// least `rs_min_cycles`.
@@ -57,10 +64,10 @@ impl Hgmma {
             math.max(rs_min_cycles)
         }
     }
-    /// Bytes read from shared memory.
+    /// Bytes read from shared memory: 32 bytes of each operand row, whatever the type.
     pub fn smem_bytes(&self) -> u64 {
-        let a = if self.a_smem { 64 * 16 * 2 } else { 0 };
-        a + self.n as u64 * 16 * 2
+        let a = if self.a_smem { 64 * 32 } else { 0 };
+        a + self.n as u64 * 32
     }
 }
 
@@ -163,6 +170,7 @@ pub fn issue_gap(n: u32, regs_per_cycle: u64, overlap: u64) -> u64 {
 /// The operands of one wgmma as the engine resolved them.
 pub(crate) struct WgmmaOperands<'k> {
     pub n: u32,
+    pub k: u32,
     pub ksteps: u32,
     pub a: Option<&'k SlotRef>,
     pub b: &'k SlotRef,
@@ -306,6 +314,7 @@ impl Engine<'_> {
             self.sms[sm as usize].tensor.submit(Hgmma {
                 warpgroup: wg as u32,
                 n: op.n,
+                k: op.k,
                 a_smem: op.a.is_some(),
             });
         }
@@ -421,8 +430,31 @@ mod tests {
         Hgmma {
             warpgroup: 0,
             n,
+            k: 16,
             a_smem,
         }
+    }
+
+    #[test]
+    fn every_operand_type_takes_the_16_bit_cycles_for_its_own_flops() {
+        let (bf16, fp8, tf32) = (
+            hgmma(128, true),
+            Hgmma {
+                k: 32,
+                ..hgmma(128, true)
+            },
+            Hgmma {
+                k: 8,
+                ..hgmma(128, true)
+            },
+        );
+        for h in [bf16, fp8, tf32] {
+            assert_eq!((h.math_cycles(4096), h.smem_bytes()), (64, 6144));
+        }
+        assert_eq!(
+            (bf16.flops(), fp8.flops(), tf32.flops()),
+            (262_144, 524_288, 131_072)
+        );
     }
 
     /// Runs `count` back-to-back HGMMAs and returns (end cycle, math busy cycles).

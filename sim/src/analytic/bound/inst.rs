@@ -83,10 +83,13 @@ impl Walk<'_> {
                 }
                 Ok(slots)
             }
-            Inst::Wgmma { n, ksteps, a, .. } => {
+            Inst::Wgmma {
+                n, k, ksteps, a, ..
+            } => {
                 let h = Hgmma {
                     warpgroup: 0,
                     n: *n,
+                    k: *k,
                     a_smem: a.is_some(),
                 };
                 let ks = *ksteps as u64;
