@@ -84,6 +84,33 @@ fn fp8_and_tf32_wgmma_run_at_their_own_rates() {
     );
 }
 
+/// gemm.ron with fp8 operands (`ab_bytes = 1`, a parameter through `dtype: Bytes(...)`): the
+/// same FLOPs in a little over half the cycles, half the operand bytes; a dtype of 3 bytes is
+/// refused where it is written.
+#[test]
+fn an_fp8_gemm_does_its_flops_in_about_half_the_cycles() {
+    let size = [("m", 1024), ("n", 1024), ("k", 2048)];
+    let run = |extra: &[(&str, i64)]| stats("gemm", &[&size[..], extra].concat());
+    let (bf16, fp8) = (run(&[]), run(&[("ab_bytes", 1), ("bk", 128)]));
+    assert_eq!(fp8.flops, bf16.flops);
+    let ratio = fp8.cycles as f64 / bf16.cycles as f64;
+    assert!((0.5..0.65).contains(&ratio), "fp8 / bf16 cycles {ratio:.3}");
+    let text = std::fs::read_to_string(scenario("gemm")).unwrap().replacen(
+        "dtype: Bytes(\"ab_bytes\")",
+        "dtype: Bytes(\"ab_bytes + 1\")",
+        1,
+    );
+    let out = sim(&[
+        "check",
+        temp_scenario("gemm_3_bytes.ron", &text).to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("dtype Bytes(\"ab_bytes + 1\") is 3; an element is 1 (F8), 2 (BF16) or 4 (F32) bytes\n  --> "),
+        "{err}"
+    );
+}
+
 #[test]
 fn rs_wgmma_keeps_the_tensor_pipe_busy() {
     for n in [32i64, 64, 128, 256] {

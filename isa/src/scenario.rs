@@ -331,12 +331,23 @@ impl DType {
     }
 }
 
+/// An element type as a scenario writes it: a name, or `Bytes("expr")`, the element's bytes
+/// from the parameters (1: F8, 2: BF16, 4: F32), so that a parameter can choose it.
+#[derive(Clone, Debug, Deserialize)]
+pub enum DTypeSpec {
+    F8,
+    F16,
+    BF16,
+    F32,
+    Bytes(Expr),
+}
+
 /// A row-major tensor in global memory.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Tensor {
     pub name: String,
-    pub dtype: DType,
+    pub dtype: DTypeSpec,
     /// Extent of each dimension, outermost first.
     pub shape: Vec<Expr>,
     /// 1: the tensor is in L2 when the kernel starts (a warm run, as after an earlier kernel
@@ -352,7 +363,7 @@ pub struct Buffer {
     pub name: String,
     #[serde(default = "one")]
     pub slots: Expr,
-    pub dtype: DType,
+    pub dtype: DTypeSpec,
     /// Tile extent per dimension, outermost first; also the TMA box of copies into the slot.
     pub shape: Vec<Expr>,
     /// The slots' TMA swizzle in bytes: 0 (none, the default), 32, 64 or 128, as the tensor

@@ -22,7 +22,8 @@ impl Compiler<'_> {
             let path = format!("{}.tensors[{i}] `{}`", self.at, t.name);
             self.unique_name(&t.name, &path)?;
             let shape = self.shape(&t.shape, &path)?;
-            let bytes = self.bytes(&shape, t.dtype, &path, &format!("tensor `{}`", t.name))?;
+            let dtype = self.dtype(&t.dtype, &path)?;
+            let bytes = self.bytes(&shape, dtype, &path, &format!("tensor `{}`", t.name))?;
             // Tensors are laid out one after another, 4 KiB aligned (the engine's addresses).
             placed += bytes.div_ceil(4096) * 4096;
             if placed > MAX_BYTES {
@@ -35,7 +36,7 @@ impl Compiler<'_> {
             let warm = self.in_range(&t.warm, &path, "warm", 0, 1)? == 1;
             self.tensors.push(program::TensorInfo {
                 name: t.name.clone(),
-                dtype: t.dtype,
+                dtype,
                 shape,
                 bytes,
                 warm,
@@ -53,15 +54,17 @@ impl Compiler<'_> {
             let slots = self.in_range(&b.slots, &path, "slots", 1, 1 << 16)? as u32;
             let shape = self.shape(&b.shape, &path)?;
             let what = format!("a slot of buffer `{}`", b.name);
-            let slot_bytes = self.bytes(&shape, b.dtype, &path, &what)?;
-            let swizzle = self.swizzle(b, &shape, &path)?;
+            let dtype = self.dtype(&b.dtype, &path)?;
+            let slot_bytes = self.bytes(&shape, dtype, &path, &what)?;
+            let swizzle =
+                self.swizzle(b, shape.last().copied().unwrap_or(1) * dtype.bytes(), &path)?;
             let align = 128.max(8 * swizzle as u128);
             let base = smem.div_ceil(align) * align;
             smem = base + slot_bytes as u128 * slots as u128;
             self.buffers.push(program::BufferInfo {
                 name: b.name.clone(),
                 slots,
-                dtype: b.dtype,
+                dtype,
                 shape,
                 slot_bytes,
                 // Past the limit only the error below reads the buffers.
@@ -98,10 +101,10 @@ impl Compiler<'_> {
         })
     }
 
-    /// A buffer's TMA swizzle: 0, 32, 64 or 128 bytes, with a tile row no wider than it or a
+    /// A buffer's TMA swizzle: 0, 32, 64 or 128 bytes, with a tile row (`row` bytes) no wider than it or a
     /// whole number of its width (columns of swizzled rows, as a tensor map with an extra box
     /// dimension loads them).
-    fn swizzle(&self, b: &Buffer, shape: &[u64], path: &str) -> Result<u32, Diagnostic> {
+    fn swizzle(&self, b: &Buffer, row: u64, path: &str) -> Result<u32, Diagnostic> {
         let v = self.constant(&b.swizzle, path, "swizzle")?;
         if ![0, 32, 64, 128].contains(&v) {
             return Err(self.err(
@@ -113,7 +116,6 @@ impl Compiler<'_> {
                 ),
             ));
         }
-        let row = shape.last().copied().unwrap_or(1) * b.dtype.bytes();
         if v > 0 && row > v as u64 && !row.is_multiple_of(v as u64) {
             return Err(self.err(
                 Some(b.swizzle.id),

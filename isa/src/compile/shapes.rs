@@ -7,7 +7,7 @@ use super::MAX_RANK;
 use crate::diag::Diagnostic;
 use crate::expr::Code;
 use crate::program::{SlotRef, SCOREBOARDS};
-use crate::scenario::{AOperand, DType, Expr, Instr, Ref};
+use crate::scenario::{AOperand, DType, DTypeSpec, Expr, Instr, Ref};
 
 /// wgmma N: a multiple of 8 in 8..=256 (PTX wgmma.mma_async, 16-bit types).
 const WGMMA_N_MAX: i64 = 256;
@@ -36,6 +36,30 @@ pub(super) struct WgmmaShape {
 }
 
 impl Compiler<'_> {
+    /// The element type `d` names, or whose bytes its expression gives (1, 2 or 4).
+    pub(super) fn dtype(&self, d: &DTypeSpec, path: &str) -> Result<DType, Diagnostic> {
+        let e = match d {
+            DTypeSpec::F8 => return Ok(DType::F8),
+            DTypeSpec::F16 => return Ok(DType::F16),
+            DTypeSpec::BF16 => return Ok(DType::BF16),
+            DTypeSpec::F32 => return Ok(DType::F32),
+            DTypeSpec::Bytes(e) => e,
+        };
+        match self.constant(e, path, "element bytes")? {
+            1 => Ok(DType::F8),
+            2 => Ok(DType::BF16),
+            4 => Ok(DType::F32),
+            b => Err(self.err(
+                Some(e.id),
+                path,
+                format!(
+                    "dtype Bytes(\"{}\") is {b}; an element is 1 (F8), 2 (BF16) or 4 (F32) bytes",
+                    e.text
+                ),
+            )),
+        }
+    }
+
     /// A tensor's or buffer slot's shape: 1 to `MAX_RANK` dimensions, each positive.
     pub(super) fn shape(&self, dims: &[Expr], path: &str) -> Result<Vec<u64>, Diagnostic> {
         if dims.is_empty() || dims.len() > MAX_RANK {
