@@ -69,7 +69,7 @@ pub(crate) fn ast(u: &mut Unstructured, depth: u32) -> Result<Ast> {
 fn precedence(e: &Ast) -> u8 {
     use BinOp::*;
     match e {
-        Ast::Int(_) | Ast::Name(_) | Ast::Binary(Min | Max | CeilDiv, ..) => 12,
+        Ast::Int(_) | Ast::Name(_) | Ast::Index(..) | Ast::Binary(Min | Max | CeilDiv, ..) => 12,
         Ast::Unary(..) => 11,
         Ast::Binary(op, ..) => match op {
             Mul | Div | Rem => 10,
@@ -107,6 +107,12 @@ fn write(e: &Ast, min: u8, u: &mut Unstructured, out: &mut String) -> Result<()>
     match e {
         Ast::Int(v) => out.push_str(&v.to_string()),
         Ast::Name(n) => out.push_str(n),
+        Ast::Index(n, i) => {
+            out.push_str(n);
+            out.push('[');
+            write(i, 0, u, out)?;
+            out.push(']');
+        }
         Ast::Unary(op, a) => {
             out.push(match op {
                 UnOp::Neg => '-',

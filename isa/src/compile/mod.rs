@@ -17,18 +17,26 @@ mod limits;
 mod names;
 mod resources;
 mod shapes;
+mod tables;
 #[cfg(test)]
 mod tests;
 
 pub use limits::{Limits, MAX_GRID, MAX_LIVE, MAX_OPS, MAX_RANK, MAX_TRIPS};
+pub use tables::{zipf_counts, MAX_TABLE_LEN, MAX_ZIPF_WORK};
 
 use crate::diag::Diagnostic;
+use crate::expr::Table;
 use crate::program::{self, Op};
-use crate::scenario::Scenario;
+use crate::scenario::{Kernel, Scenario};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-/// Validates `scenario` with parameters overridden by `overrides` and compiles it.
-/// `file` and `source` are used to point errors at line and column.
+/// The most launches a kernel's `launches` may ask for.
+pub const MAX_LAUNCHES: i64 = 1024;
+
+/// Validates `scenario` with parameters overridden by `overrides` and compiles its `kernel`
+/// (the first launch, when it has `launches`). `file` and `source` are used to point errors at
+/// line and column.
 pub fn compile(
     scenario: &Scenario,
     overrides: &[(String, i64)],
@@ -36,22 +44,24 @@ pub fn compile(
     file: &str,
     source: &str,
 ) -> Result<program::Kernel, Diagnostic> {
-    let params = names::params(scenario, overrides, file, source, limits.sm_count)?;
-    let name = scenario
-        .kernel
-        .name
-        .as_ref()
-        .unwrap_or(&scenario.name)
-        .clone();
-    Compiler::new(file, source, params, limits, "kernel".into()).kernel(
-        scenario,
-        &scenario.kernel,
-        name,
-    )
+    let (params, tables) = prepare(scenario, overrides, limits, file, source)?;
+    let mut c = Compiler::new(
+        file,
+        source,
+        params.clone(),
+        tables.clone(),
+        limits,
+        "kernel",
+    );
+    let first = match &scenario.kernel.launches {
+        Some(l) => Some((l.var.as_str(), 0)),
+        None => None,
+    };
+    c.launch(scenario, &scenario.kernel, params, tables, first)
 }
 
-/// Compiles `kernel` and every kernel of `then`, in launch order. A tensor that several kernels
-/// declare is one array in memory: its declarations must agree.
+/// Compiles `kernel` and every kernel of `then`, each once per launch, in launch order. A
+/// tensor that several kernels declare is one array in memory: its declarations must agree.
 pub fn compile_sequence(
     scenario: &Scenario,
     overrides: &[(String, i64)],
@@ -59,22 +69,67 @@ pub fn compile_sequence(
     file: &str,
     source: &str,
 ) -> Result<Vec<program::Kernel>, Diagnostic> {
-    let mut kernels = vec![compile(scenario, overrides, limits, file, source)?];
-    for (i, k) in scenario.then.iter().enumerate() {
-        let params = names::params(scenario, overrides, file, source, limits.sm_count)?;
-        let at = format!("then[{i}]");
-        let name = k.name.clone().unwrap_or_else(|| at.clone());
-        let compiled =
-            Compiler::new(file, source, params, limits, at.clone()).kernel(scenario, k, name)?;
-        if let Some(e) = kernels
+    let (params, tables) = prepare(scenario, overrides, limits, file, source)?;
+    let mut kernels: Vec<program::Kernel> = Vec::new();
+    let all = std::iter::once(("kernel".to_string(), &scenario.kernel)).chain(
+        scenario
+            .then
             .iter()
-            .find_map(|earlier| disagreeing_tensor(earlier, &compiled))
-        {
-            return Err(Diagnostic::new(file, e).in_path(at));
+            .enumerate()
+            .map(|(i, k)| (format!("then[{i}]"), k)),
+    );
+    for (at, k) in all {
+        let mut c = Compiler::new(file, source, params.clone(), tables.clone(), limits, &at);
+        let launches = match &k.launches {
+            None => vec![None],
+            Some(l) => {
+                let path = format!("{at}.launches");
+                let n = c.in_range(&l.count, &path, "launches", 0, MAX_LAUNCHES)?;
+                c.bind(&l.var, &path)?;
+                (0..n).map(|i| Some((l.var.as_str(), i))).collect()
+            }
+        };
+        for launch in launches {
+            let mut c = Compiler::new(file, source, params.clone(), tables.clone(), limits, &at);
+            let compiled = c.launch(scenario, k, params.clone(), tables.clone(), launch)?;
+            if let Some(e) = kernels
+                .iter()
+                .find_map(|earlier| disagreeing_tensor(earlier, &compiled))
+            {
+                return Err(Diagnostic::new(file, e).in_path(at));
+            }
+            kernels.push(compiled);
         }
-        kernels.push(compiled);
+    }
+    if kernels.is_empty() {
+        return Err(Diagnostic::new(
+            file,
+            "the scenario launches no kernel: every kernel's `launches` count is 0",
+        ));
     }
     Ok(kernels)
+}
+
+/// The parameters (with `overrides`) and the tables, once the `requires` hold.
+fn prepare(
+    scenario: &Scenario,
+    overrides: &[(String, i64)],
+    limits: &Limits,
+    file: &str,
+    source: &str,
+) -> Result<(BTreeMap<String, i64>, BTreeMap<String, Arc<Table>>), Diagnostic> {
+    let params = names::params(scenario, overrides, file, source, limits.sm_count)?;
+    let mut c = Compiler::new(
+        file,
+        source,
+        params.clone(),
+        BTreeMap::new(),
+        limits,
+        "kernel",
+    );
+    c.tables(scenario)?;
+    c.requirements(scenario)?;
+    Ok((params, c.tables))
 }
 
 /// A tensor `later` declares with another type or size than `earlier` does.
@@ -96,6 +151,7 @@ struct Compiler<'a> {
     file: &'a str,
     source: &'a str,
     params: BTreeMap<String, i64>,
+    tables: BTreeMap<String, Arc<Table>>,
     limits: &'a Limits,
     /// Loop variables in scope, innermost last.
     scope: Vec<(String, u16)>,
@@ -127,13 +183,15 @@ impl<'a> Compiler<'a> {
         file: &'a str,
         source: &'a str,
         params: BTreeMap<String, i64>,
+        tables: BTreeMap<String, Arc<Table>>,
         limits: &'a Limits,
-        at: String,
+        at: &str,
     ) -> Self {
         Compiler {
             file,
             source,
             params,
+            tables,
             limits,
             scope: Vec::new(),
             lets: Vec::new(),
@@ -149,7 +207,7 @@ impl<'a> Compiler<'a> {
             tensors: Vec::new(),
             buffers: Vec::new(),
             mbarriers: Vec::new(),
-            at,
+            at: at.to_string(),
         }
     }
 
@@ -177,16 +235,47 @@ impl<'a> Compiler<'a> {
         Ok(())
     }
 
+    /// One launch of `k`: with `launch`, its parameter (checked by `bind` to shadow nothing)
+    /// joins the parameters and names the launch (`kernel e=3`).
+    fn launch(
+        &mut self,
+        s: &Scenario,
+        k: &Kernel,
+        mut params: BTreeMap<String, i64>,
+        tables: BTreeMap<String, Arc<Table>>,
+        launch: Option<(&str, i64)>,
+    ) -> Result<program::Kernel, Diagnostic> {
+        let mut name = match (&k.name, self.at.as_str()) {
+            (Some(n), _) => n.clone(),
+            (None, "kernel") => s.name.clone(),
+            (None, at) => at.to_string(),
+        };
+        if let Some((var, i)) = launch {
+            self.bind(var, &format!("{}.launches", self.at))?;
+            params.insert(var.to_string(), i);
+            name = format!("{name} {var}={i}");
+        }
+        let mut c = Compiler::new(
+            self.file,
+            self.source,
+            params,
+            tables,
+            self.limits,
+            &self.at,
+        );
+        // The scenario's `analytic` predicts the first launch of `kernel` only.
+        let first = self.at == "kernel" && launch.is_none_or(|(_, i)| i == 0);
+        c.kernel(s, k, name, first)
+    }
+
     /// The pass driver: launch configuration, declarations, roles, then CTA-wide limits.
     fn kernel(
         &mut self,
         s: &Scenario,
-        k: &crate::scenario::Kernel,
+        k: &Kernel,
         kernel_name: String,
+        first: bool,
     ) -> Result<program::Kernel, Diagnostic> {
-        if self.at == "kernel" {
-            self.requirements(s)?;
-        }
         let grid_path = format!("{}.grid", self.at);
         let grid = self.in_range(&k.grid, &grid_path, "grid (CTAs)", 1, MAX_GRID)? as u32;
         let cluster = self.cluster(k, grid)?;
@@ -212,7 +301,7 @@ impl<'a> Compiler<'a> {
         self.cta_limits(&roles, launch_regs, &k.regs_per_thread)?;
 
         // A later kernel of a sequence has only its own prediction.
-        let (analytic, at) = match (&k.analytic, self.at == "kernel") {
+        let (analytic, at) = match (&k.analytic, first) {
             (Some(a), _) => (Some(a), format!("{}.analytic.cycles", self.at)),
             (None, true) => (s.analytic.as_ref(), "analytic.cycles".to_string()),
             (None, false) => (None, String::new()),
@@ -231,6 +320,11 @@ impl<'a> Compiler<'a> {
             kernel_name,
             gpu: s.gpu.clone(),
             params: self.params.clone(),
+            tables: self
+                .tables
+                .iter()
+                .map(|(n, t)| (n.clone(), t.values.clone()))
+                .collect(),
             grid,
             cluster,
             regs_per_thread: launch_regs,
