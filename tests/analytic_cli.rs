@@ -333,3 +333,66 @@ fn analyze_takes_every_preset() {
         }
     }
 }
+
+/// `--json`: the figures of the tables above as numbers (what the Python module's `analyze`
+/// returns), and the same input errors.
+#[test]
+fn analyze_json_holds_the_tables_figures() {
+    let json = |args: &[&str]| -> serde_json::Value {
+        serde_json::from_str(&stdout_of(&[&["analyze"], args, &["--json"]].concat())).unwrap()
+    };
+    let g = json(&["gemm", "--gpu", "rtx3070", "4096", "4096", "4096"]);
+    assert_eq!(g["model"], "gemm");
+    assert_eq!(g["flops"], 137_438_953_472u64);
+    assert_eq!(g["min_bytes"], 100_663_296);
+    assert_eq!(g["tiled_bytes"], 2_181_038_080u64);
+    assert_eq!(
+        (g["a_reads"].as_u64(), g["b_reads"].as_u64()),
+        (Some(32), Some(32))
+    );
+    assert_eq!(g["roofline"][1]["case"], "tiled, no L2");
+    assert_eq!(g["waves"][1]["hypothetical"], true);
+    let illegal = json(&[
+        "gemm",
+        "--gpu",
+        "rtx3070",
+        "4096",
+        "4096",
+        "4096",
+        "--tile",
+        "128x256x64",
+    ]);
+    assert_eq!(
+        illegal["not_launchable"],
+        "shared memory 147,456 B > 101,376 B per CTA"
+    );
+    assert_eq!(illegal["occupancy"], serde_json::Value::Null);
+    let d = json(&["decode", "--gpu", "h200-sxm", "--splits", "1,8"]);
+    assert_eq!(d["fastest"], 8);
+    assert_eq!(
+        format!("{:.1}", d["splits"][1]["total_s"].as_f64().unwrap() * 1e6),
+        "29.6"
+    );
+    let a = json(&["attention", "--l2-hit", "0.9"]);
+    assert_eq!(a["consumer_regs"]["total"], 192);
+    assert_eq!(a["problem"]["bound"], "tensor");
+    let t = json(&["gemm", "--gpu", "rtx3070", "4096", "4096", "4096", "--tune"]);
+    assert_eq!(t["model"], "gemm_tune");
+    assert_eq!(t["early_prune"]["pruned"], 46);
+    assert_eq!(t["perf_model"].as_array().unwrap().len(), 8);
+    let w = json(&["waves", "--tiles", "133"]);
+    assert_eq!((&w["waves"], &w["per_wave"]), (&2.into(), &132.into()));
+    let o = json(&["occupancy", "--threads", "384", "--regs", "168"]);
+    assert_eq!(o["occupancy"]["limiter"], "regs");
+    assert_eq!(o["resident_warps"], 12);
+    let f = json(&["wgmma", "--n", "32,64"]);
+    assert_eq!(f["feed"][1]["ss_ratio"], 1.0);
+    assert_eq!(f["min_fed_n"], 64.0);
+    let out = sim(&[
+        "analyze", "gemm", "64", "64", "64", "--l2-hit", "1.5", "--json",
+    ]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: --l2-hit 1.5 must be in [0, 1)\n"
+    );
+}

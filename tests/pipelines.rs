@@ -1147,9 +1147,16 @@ fn judge_mutant(outcome: &Result<Report, RunError>) -> Result<(), String> {
         Err(e) => {
             let e = e.to_string();
             let stuck = e.contains("deadlock at cycle") || e.contains("livelock at cycle");
-            let names_a_warp = e
-                .lines()
-                .any(|l| l.starts_with("  CTA ") && l.split(' ').nth(4) == Some("warp"));
+            // "  CTA 3 warp …", or in a cluster "  CTA 3 (cluster rank 1) warp …".
+            let names_a_warp = e.lines().any(|l| {
+                l.strip_prefix("  CTA ")
+                    .and_then(|l| l.split_once(' '))
+                    .map(|(_, l)| match l.strip_prefix("(cluster rank ") {
+                        Some(l) => l.split_once(") ").map_or(l, |(_, l)| l),
+                        None => l,
+                    })
+                    .is_some_and(|l| l.starts_with("warp "))
+            });
             match (e.trim().is_empty(), stuck && !names_a_warp) {
                 (true, _) => Err("an empty error".into()),
                 (_, true) => Err(format!("a deadlock that names no warp:\n{e}")),

@@ -374,3 +374,60 @@ fn a_config_the_simulation_refuses_is_a_row_with_its_error() {
     );
     assert!(out.contains("  pick: 64x64x32 4w 2s, the fastest"), "{out}");
 }
+
+/// `sim tune gemm --json`: the text's rows as records (what the Python module's `tune`
+/// returns): the refused config with its error, the pick with the text's sentence.
+#[test]
+fn a_tune_as_json_holds_the_texts_rows() {
+    let configs = scratch("configs-json.txt");
+    std::fs::write(&configs, "32x64x32 4 2\n64x64x32 4 2\n64x64x64 4 3\n").unwrap();
+    let args = |json: bool| {
+        let mut a = vec![
+            "tune",
+            "gemm",
+            "256",
+            "256",
+            "256",
+            "--configs",
+            configs.to_str().unwrap(),
+            "--repeats",
+            "2",
+            "--no-cache",
+        ];
+        if json {
+            a.push("--json");
+        }
+        sim_cached(&scratch("unused-cache"), &a)
+    };
+    let text = args(false);
+    let v: serde_json::Value = serde_json::from_str(&args(true)).unwrap();
+    assert_eq!(v["gemm"], serde_json::json!({"m": 256, "n": 256, "k": 256}));
+    assert_eq!(
+        (v["configs"].as_u64(), v["repeats"].as_u64()),
+        (Some(3), Some(2))
+    );
+    let rows = v["simulated"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    let refused = rows.iter().find(|r| r["bm"] == 32).unwrap();
+    assert!(refused["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("bm must be 64, 128 or 256"));
+    assert_eq!(refused["median_ms"], serde_json::Value::Null);
+    let picked: Vec<_> = rows.iter().filter(|r| r["picked"] == true).collect();
+    assert_eq!(picked.len(), 1);
+    let p = picked[0];
+    let shown = format!("{}x{}x{}", p["bm"], p["bn"], p["bk"]);
+    let line = text
+        .lines()
+        .find(|l| l.contains(&shown) && l.contains("picked"))
+        .unwrap_or_else(|| panic!("{shown} in\n{text}"));
+    assert!(
+        line.contains(&format!("{:.3}", p["median_ms"].as_f64().unwrap() * 1e3)),
+        "{line}"
+    );
+    assert!(
+        text.contains(&format!("  {}\n", v["pick"]["why"].as_str().unwrap())),
+        "{text}"
+    );
+}

@@ -512,6 +512,72 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<Report, RunError> {
     }
 }
 
+/// What `sim run` simulates from a scenario file: one kernel, or a sequence of kernels
+/// (`then`) run one after another.
+#[derive(Clone, Debug)]
+pub enum Ran {
+    Kernel(Box<Report>),
+    /// A sequence writes no trace yet: its run ignores [`RunOptions::trace`].
+    Sequence(crate::sequence::SequenceReport),
+}
+
+impl Ran {
+    /// `sim run --json`'s object (without the final newline).
+    pub fn to_json(&self) -> String {
+        match self {
+            Ran::Kernel(r) => r.to_json(),
+            Ran::Sequence(s) => s.to_json(),
+        }
+    }
+
+    /// `sim run --csv`'s table.
+    pub fn to_csv(&self) -> Result<String, csv::Error> {
+        match self {
+            Ran::Kernel(r) => r.to_csv(),
+            Ran::Sequence(s) => s.to_csv(),
+        }
+    }
+
+    /// The readable summary.
+    pub fn summary(&self) -> String {
+        match self {
+            Ran::Kernel(r) => r.summary(),
+            Ran::Sequence(s) => s.summary(),
+        }
+    }
+
+    /// What `sim run` warns of (register spills), one line each.
+    pub fn warnings(&self) -> Vec<String> {
+        match self {
+            Ran::Kernel(r) => r.warnings(),
+            Ran::Sequence(s) => s.warnings(),
+        }
+    }
+
+    /// The simulated cycles: the kernel's, or the sequence's from its first start to its end.
+    pub fn cycles(&self) -> u64 {
+        match self {
+            Ran::Kernel(r) => r.cycles,
+            Ran::Sequence(s) => s.cycles,
+        }
+    }
+}
+
+/// Simulates a scenario file as `sim run` does: [`run_file`] for one kernel, or
+/// [`crate::sequence::run_file`] (without a trace) for a sequence.
+pub fn run_scenario(path: &Path, opts: &RunOptions) -> Result<Ran, RunError> {
+    match run_file(path, opts) {
+        Err(RunError::Sequence(..)) => {
+            let opts = RunOptions {
+                trace: None,
+                ..opts.clone()
+            };
+            crate::sequence::run_file(path, &opts).map(Ran::Sequence)
+        }
+        r => r.map(|r| Ran::Kernel(Box::new(r))),
+    }
+}
+
 /// A scenario name as a file name: characters other than ASCII letters, digits, `-`, `_`, `=` and
 /// `.` (not first: no hidden file) become `_`, so a name such as `../x` cannot leave `traces/`.
 fn file_name(name: &str) -> String {

@@ -4,5 +4,5 @@ use super::emit;
 use sim::analytic::cli::AnalyzeArgs;
 
 pub fn run(a: &AnalyzeArgs) -> anyhow::Result<()> {
-    emit(&sim::analytic::cli::run(a).map_err(anyhow::Error::msg)?)
+    emit(&sim::analytic::cli::output(a).map_err(anyhow::Error::msg)?)
 }

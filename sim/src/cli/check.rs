@@ -28,12 +28,7 @@ pub fn run(a: &Args) -> anyhow::Result<ExitCode> {
     opts.max_cycles = opts.max_cycles.min(a.check_cycles);
     let file = a.scenario.file.display();
     // A sequence's kernels are checked one after another, as `sim run` runs them.
-    let cycles = match run::run_file(&a.scenario.file, &opts) {
-        Err(RunError::Sequence(..)) => {
-            sim::sequence::run_file(&a.scenario.file, &opts).map(|s| s.cycles)
-        }
-        r => r.map(|r| r.cycles),
-    };
+    let cycles = run::run_scenario(&a.scenario.file, &opts).map(|r| r.cycles());
     match cycles {
         Ok(cycles) => {
             emit(&format!(

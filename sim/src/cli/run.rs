@@ -123,17 +123,32 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
             }
         }))
     });
-    let result = run::run_file(&a.scenario.file, &opts);
+    let result = run::run_scenario(&a.scenario.file, &opts);
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    if let Err(run::RunError::Sequence(..)) = result {
-        return run_sequence(a, &opts);
-    }
-    let report = result?;
-    for w in report.warnings() {
+    let ran = result?;
+    for w in ran.warnings() {
         eprintln!("warning: {}: {w}", a.scenario.file.display());
     }
+    let report = match &ran {
+        run::Ran::Kernel(report) => report,
+        run::Ran::Sequence(_) => {
+            if a.baseline.is_some() {
+                anyhow::bail!(
+                    "{}: --baseline takes a single kernel; this scenario is a sequence",
+                    a.scenario.file.display()
+                );
+            }
+            if opts.trace.is_some() {
+                eprintln!(
+                    "note: {}: a sequence of kernels writes no trace yet",
+                    a.scenario.file.display()
+                );
+            }
+            return output(a, &render(a, &ran)?);
+        }
+    };
     if let (Some(out), Some(t)) = (&a.output, &report.trace) {
         // The default trace's name is known only now; the trace is written, the output not.
         if run::same_file(out, Path::new(&t.path)) {
@@ -143,21 +158,26 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
             );
         }
     }
-    if a.json {
-        return output(a, &(report.to_json() + "\n"));
-    }
-    if a.csv {
-        return output(a, &report.to_csv()?);
-    }
-    let mut out = report.summary();
+    let mut out = render(a, &ran)?;
     if let (Some(path), Some(base)) = (&a.baseline, &baseline) {
         let name = a.scenario.file.display().to_string();
-        let current = serde_json::to_value(&report)?;
+        let current = serde_json::to_value(report)?;
         let d = diff::compare((&path.display().to_string(), base), (&name, &current));
         out += &format!("\ncompared with {}:\n", path.display());
         out += &diff::render(&d, false);
     }
     output(a, &out)
+}
+
+/// The run as `--json`, `--csv` or the summary.
+fn render(a: &Args, ran: &run::Ran) -> anyhow::Result<String> {
+    Ok(if a.json {
+        ran.to_json() + "\n"
+    } else if a.csv {
+        ran.to_csv()?
+    } else {
+        ran.summary()
+    })
 }
 
 /// `text` to `-o FILE`, whole or not at all, or else to standard output.
@@ -180,36 +200,4 @@ fn progress_bar() -> Option<ProgressBar> {
     let style =
         ProgressStyle::with_template("{spinner} {pos}/{len} CTAs done, {msg} [{elapsed}]").ok()?;
     Some(ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(style))
-}
-
-/// `sim run` on a scenario with `then`: every kernel's summary (or one JSON object, or the CSV
-/// rows of both), no trace yet.
-fn run_sequence(a: &Args, opts: &run::RunOptions) -> anyhow::Result<()> {
-    if a.baseline.is_some() {
-        anyhow::bail!(
-            "{}: --baseline takes a single kernel; this scenario is a sequence",
-            a.scenario.file.display()
-        );
-    }
-    let opts = run::RunOptions {
-        trace: None,
-        ..opts.clone()
-    };
-    let report = sim::sequence::run_file(&a.scenario.file, &opts)?;
-    for w in report.warnings() {
-        eprintln!("warning: {}: {w}", a.scenario.file.display());
-    }
-    if a.trace.options().is_some() {
-        eprintln!(
-            "note: {}: a sequence of kernels writes no trace yet",
-            a.scenario.file.display()
-        );
-    }
-    if a.json {
-        return output(a, &(report.to_json() + "\n"));
-    }
-    if a.csv {
-        return output(a, &report.to_csv()?);
-    }
-    output(a, &report.summary())
 }

@@ -108,9 +108,7 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
             Sweep::merge(parts)?
         }
         Some(file) => {
-            let shown = file.display().to_string();
-            let bytes = std::fs::read(file).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
-            let source = isa::decode(&shown, &bytes).map_err(|d| anyhow::anyhow!("{d}"))?;
+            let (shown, source) = sweep::read_scenario(file)?;
             if a.plot.is_some() {
                 plot::x_axis(&a.sets, a.x.as_deref())?;
             }
@@ -130,7 +128,7 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
             let cache = cache(a.no_cache);
             let s = sweep::run(
                 &shown,
-                source,
+                &source,
                 a.sets.clone(),
                 a.shard,
                 &opts,

@@ -5,8 +5,7 @@ use super::emit;
 use super::sweep::{cache, jobs, points_bar};
 use sim::analytic::gemm::Gemm;
 use sim::analytic::gpu::GpuSpec;
-use sim::analytic::tune::{self, Space};
-use sim::sweep::tune::{shapes_text, tune as measure, Plan, TuneOptions};
+use sim::sweep::tune::{self, TuneOptions, Tuned};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -61,27 +60,17 @@ struct GemmArgs {
     /// Tune every `M N K` line of FILE and print the shape → config table.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["m", "n", "k"])]
     shapes: Option<PathBuf>,
-}
-
-fn read(path: &std::path::Path) -> anyhow::Result<String> {
-    std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    /// Print the tune as one JSON object (with --shapes, an array of them; docs/tune.md).
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(a: &Args) -> anyhow::Result<()> {
     let Kernel::Gemm(a) = &a.kernel;
     let gpu = GpuSpec::by_name(&a.gpu)?;
-    let (configs, origin) = match a.configs.as_str() {
-        "triton" => {
-            let space = Space::triton(&gpu);
-            (space.configs(), format!("Triton's: {space}"))
-        }
-        file => {
-            let path = PathBuf::from(file);
-            (tune::parse_configs(&read(&path)?, file)?, file.to_string())
-        }
-    };
+    let configs = tune::configs(&gpu, &a.configs)?;
     let shapes = match (&a.shapes, a.m, a.n, a.k) {
-        (Some(path), ..) => tune::parse_shapes(&read(path)?, &path.display().to_string())?,
+        (Some(path), ..) => tune::read_shapes(path)?,
         (None, Some(m), Some(n), Some(k)) => vec![Gemm::new(m, n, k)?],
         // clap requires M, N and K without --shapes.
         _ => anyhow::bail!("give M N K or --shapes FILE"),
@@ -93,25 +82,26 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         jobs: jobs(a.jobs),
     };
     let cache = cache(a.no_cache);
-    let plans: Vec<Plan> = shapes
-        .into_iter()
-        .map(|g| Plan::new(gpu.clone(), g, configs.clone(), origin.clone(), a.top_k))
-        .collect();
-    let bar = points_bar(plans.iter().map(|p| p.k).sum::<usize>() * opts.repeats);
+    let bar = points_bar(tune::simulations(&gpu, &shapes, &configs.0, a.top_k, &opts));
     let done = || {
         if let Some(b) = &bar {
             b.inc(1);
         }
     };
-    let mut tuned = Vec::new();
-    for plan in plans {
-        tuned.push(measure(plan, opts.clone(), cache.as_ref(), &done)?);
-    }
+    let tuned = tune::tune_shapes(&gpu, shapes, configs, a.top_k, &opts, cache.as_ref(), &done)?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    if a.json {
+        let values: Vec<_> = tuned.iter().map(Tuned::to_value).collect();
+        let value = match &values[..] {
+            [one] if a.shapes.is_none() => one.clone(),
+            _ => serde_json::Value::Array(values),
+        };
+        return emit(&(serde_json::to_string_pretty(&value)? + "\n"));
+    }
     emit(&match &tuned[..] {
         [one] if a.shapes.is_none() => one.text(),
-        all => shapes_text(all),
+        all => tune::shapes_text(all),
     })
 }

@@ -26,16 +26,29 @@ fn sha256(text: &str) -> String {
     format!("{:x}", Sha256::digest(text.as_bytes()))
 }
 
-/// The SHA-256 of the running executable, read once: the version number stays while the model
-/// changes between releases, and a rebuilt simulator must not read results of the one before.
+static BUILD: OnceLock<String> = OnceLock::new();
+
+/// The SHA-256 of the file that holds the simulator's code, read once: the version number
+/// stays while the model changes between releases, and a rebuilt simulator must not read
+/// results of the one before. The running executable, unless [`set_build_file`] named another.
 fn build() -> &'static str {
-    static BUILD: OnceLock<String> = OnceLock::new();
     BUILD.get_or_init(|| {
-        std::env::current_exe().and_then(std::fs::read).map_or_else(
-            |e| format!("unknown ({e})"),
-            |bytes| format!("{:x}", Sha256::digest(&bytes)),
-        )
+        std::env::current_exe().map_or_else(|e| format!("unknown ({e})"), hash_file)
     })
+}
+
+fn hash_file(path: PathBuf) -> String {
+    std::fs::read(&path).map_or_else(
+        |e| format!("unknown ({e})"),
+        |bytes| format!("{:x}", Sha256::digest(&bytes)),
+    )
+}
+
+/// Keys the cache by `path`'s contents instead of the executable's: the library loaded into
+/// another program (the Python module, which runs inside the Python interpreter) names its
+/// own file. Only before the first key is made; false if the build was already fixed.
+pub fn set_build_file(path: &Path) -> bool {
+    BUILD.set(hash_file(path.to_path_buf())).is_ok()
 }
 
 /// Everything a point's result depends on, as text: equal keys give equal results.

@@ -289,6 +289,18 @@ pub enum SweepError {
     Missing(usize, usize, usize),
     #[error("--merge needs at least one file")]
     NothingToMerge,
+    #[error("{0}: {1}")]
+    Io(String, std::io::Error),
+    #[error("{0}")]
+    Scenario(isa::Diagnostic),
+}
+
+/// Reads a scenario file to sweep: its name as given (which rows and errors cite) and its text.
+pub fn read_scenario(path: &std::path::Path) -> Result<(String, String), SweepError> {
+    let shown = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| SweepError::Io(shown.clone(), e))?;
+    let source = isa::decode(&shown, &bytes).map_err(SweepError::Scenario)?;
+    Ok((shown, source.to_string()))
 }
 
 /// Simulates one point: compiles the scenario with its parameters, then takes the cached

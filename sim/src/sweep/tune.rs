@@ -13,14 +13,19 @@
 
 use super::cache::Cache;
 use super::{parallel, simulate_point, Metrics, Options, SweepError};
-use crate::analytic::cli::tune::{pick_notes, pick_sentence, prune_text, rank_text};
+use crate::analytic::cli::tune::{
+    pick_notes, pick_sentence, prediction_json, prune_text, pruned_json, rank_text, record,
+};
 use crate::analytic::fmt::{grouped, percent, Table};
 use crate::analytic::gemm::{Gemm, TileConfig};
 use crate::analytic::gpu::GpuSpec;
-use crate::analytic::tune::{self, Measured, Pick, Prediction, Pruned};
+use crate::analytic::tune::{self, Measured, MediansError, Pick, Prediction, Pruned, Space};
+use crate::analytic::InputError;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use serde_json::{json, Value};
 use std::fmt::Write;
+use std::path::Path;
 
 /// Half-width of the clock factor's uniform spread.
 pub const JITTER: f64 = 0.01;
@@ -456,6 +461,153 @@ impl Tuned {
             );
         }
         out
+    }
+}
+
+/// Why `sim tune` measured nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum TuneError {
+    #[error(transparent)]
+    Input(#[from] InputError),
+    #[error(transparent)]
+    Parse(#[from] MediansError),
+    #[error("{0}: {1}")]
+    Read(String, std::io::Error),
+    #[error(transparent)]
+    Sweep(#[from] SweepError),
+}
+
+fn read(path: &Path) -> Result<String, TuneError> {
+    std::fs::read_to_string(path).map_err(|e| TuneError::Read(path.display().to_string(), e))
+}
+
+/// The configs `--configs` names, with their origin for the header: `triton` (Triton's matmul
+/// space for the GPU) or a file of `BMxBNxBK warps stages` lines.
+pub fn configs(gpu: &GpuSpec, spec: &str) -> Result<(Vec<TileConfig>, String), TuneError> {
+    Ok(match spec {
+        "triton" => {
+            let space = Space::triton(gpu);
+            (space.configs(), format!("Triton's: {space}"))
+        }
+        file => (
+            tune::parse_configs(&read(Path::new(file))?, file)?,
+            file.to_string(),
+        ),
+    })
+}
+
+/// The problems of `--shapes FILE`: one `M N K` per line.
+pub fn read_shapes(path: &Path) -> Result<Vec<Gemm>, TuneError> {
+    Ok(tune::parse_shapes(
+        &read(path)?,
+        &path.display().to_string(),
+    )?)
+}
+
+/// `sim tune gemm`: each shape's plan (the analytic steps over `configs`), then its survivors
+/// measured; `done` is called after each simulation.
+pub fn tune_shapes(
+    gpu: &GpuSpec,
+    shapes: Vec<Gemm>,
+    (configs, origin): (Vec<TileConfig>, String),
+    top_k: usize,
+    opts: &TuneOptions,
+    cache: Option<&Cache>,
+    done: &(dyn Fn() + Sync),
+) -> Result<Vec<Tuned>, TuneError> {
+    shapes
+        .into_iter()
+        .map(|g| {
+            let plan = Plan::new(gpu.clone(), g, configs.clone(), origin.clone(), top_k);
+            Ok(tune(plan, opts.clone(), cache, done)?)
+        })
+        .collect()
+}
+
+/// Simulations `tune_shapes` runs for `shapes` (a progress bar's length).
+pub fn simulations(
+    gpu: &GpuSpec,
+    shapes: &[Gemm],
+    configs: &[TileConfig],
+    top_k: usize,
+    opts: &TuneOptions,
+) -> usize {
+    shapes
+        .iter()
+        .map(|g| {
+            let pruned = tune::early_prune(gpu, g, configs);
+            tune::top_k(&tune::rank(gpu, g, &pruned.kept), top_k)
+        })
+        .sum::<usize>()
+        * opts.repeats.max(1)
+}
+
+impl Tuned {
+    /// The tune as one JSON value (`sim tune gemm --json`, the Python module's `tune`): the
+    /// plan, one flat record per simulated config (its place in both rankings, its quantiles
+    /// or error, whether `pick_best` chose it), the pick and the rankings' correlation.
+    pub fn to_value(&self) -> Value {
+        let measured = self.measured();
+        let sim_values: Vec<f64> = measured.iter().map(|(_, m, _)| m.median_ms).collect();
+        let sim_rank = ranks(&sim_values);
+        let pick = self.pick();
+        let rows: Vec<Value> = self
+            .simulated
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let c = &s.prediction.config;
+                let j = measured.iter().position(|(k, _, _)| *k == i);
+                let (m, x, error) = match &s.result {
+                    Ok((m, x)) => (Some(m), Some(x), None),
+                    Err(e) => (None, None, Some(e)),
+                };
+                // The pick's indices are into the table of the configs that ran.
+                let role = |of: fn(&Pick) -> usize| {
+                    pick.as_ref().zip(j).is_some_and(|((_, p), j)| of(p) == j)
+                };
+                record(
+                    c,
+                    json!({
+                        "model_rank": s.model_rank,
+                        "sim_rank": j.map(|j| sim_rank[j]),
+                        "predicted_ms": s.prediction.predicted_s * 1e3,
+                        "median_ms": m.map(|m| m.median_ms),
+                        "p20_ms": m.map(|m| m.p20_ms),
+                        "p80_ms": m.map(|m| m.p80_ms),
+                        "smem_bytes": c.smem_bytes(),
+                        "cycles": x.map(|x| x.cycles),
+                        "binding": x.and_then(|x| x.binding.clone()),
+                        "top_stall": x.and_then(|x| x.top_stall.clone()),
+                        "error": error,
+                        "fastest": role(|p| p.fastest),
+                        "picked": role(|p| p.chosen),
+                    }),
+                )
+            })
+            .collect();
+        let g = &self.plan.gemm;
+        json!({
+            "gemm": {"m": g.m, "n": g.n, "k": g.k},
+            "gpu": self.plan.gpu.name,
+            "configs": self.plan.configs.len(),
+            "origin": self.plan.origin,
+            "early_prune": pruned_json(&self.plan.pruned),
+            "perf_model": self.plan.ranked[..self.plan.k].iter().map(prediction_json).collect::<Vec<_>>(),
+            "top_k": self.plan.top_k,
+            "k": self.plan.k,
+            "scenario": self.scenario,
+            "repeats": self.opts.repeats.max(1),
+            "seed": self.opts.seed,
+            "simulated": rows,
+            "pick": pick.as_ref().map(|(table, p)| record(&table[p.chosen].config, json!({
+                "median_ms": table[p.chosen].median_ms,
+                "p20_ms": table[p.chosen].p20_ms,
+                "p80_ms": table[p.chosen].p80_ms,
+                "why": pick_sentence(table, p),
+            }))),
+            "spearman": self.spearman(),
+        })
     }
 }
 

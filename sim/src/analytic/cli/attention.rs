@@ -1,7 +1,7 @@
 //! `sim analyze attention`: the Hopper attention-forward models (wgmma operand feed, consumer
 //! registers, K/V intensity against the machine balance, softmax on MUFU).
 
-use super::wgmma::feed_text;
+use super::wgmma::{feed_json, feed_text};
 use super::{check_step, hit_rate, AnalyzeError};
 use crate::analytic::attention::{
     consumer_regs, effective_intensity, kv_intensity, required_hit, softmax_cost, Plan, Problem,
@@ -9,8 +9,9 @@ use crate::analytic::attention::{
 };
 use crate::analytic::fmt::{grouped, percent, Table};
 use crate::analytic::gpu::GpuSpec;
-use crate::analytic::wgmma::WGMMA_M;
+use crate::analytic::wgmma::{min_fed_n, WGMMA_M};
 use clap::Args;
+use serde_json::{json, Value};
 use std::fmt::Write;
 
 #[derive(Args, Debug)]
@@ -49,6 +50,14 @@ pub(super) struct AttentionArgs {
 }
 
 pub(super) fn run(a: &AttentionArgs) -> Result<String, AnalyzeError> {
+    let (gpu, hit, problem) = inputs(a)?;
+    let mut out = attention_text(&gpu, a.hd, a.bm, a.bn, hit);
+    out.push_str(&problem_text(&gpu, &problem, a.bm, a.bn, hit));
+    Ok(out)
+}
+
+/// The GPU, the L2 hit rate and the problem the arguments give, checked.
+fn inputs(a: &AttentionArgs) -> Result<(GpuSpec, Option<f64>, Problem), AnalyzeError> {
     let gpu = GpuSpec::by_name(&a.gpu)?;
     if !gpu.has_wgmma {
         return Err(AnalyzeError::NoWgmma(gpu.name, "attention"));
@@ -65,9 +74,76 @@ pub(super) fn run(a: &AttentionArgs) -> Result<String, AnalyzeError> {
         a.hd,
         a.causal,
     )?;
-    let mut out = attention_text(&gpu, a.hd, a.bm, a.bn, hit);
-    out.push_str(&problem_text(&gpu, &problem, a.bm, a.bn, hit));
-    Ok(out)
+    Ok((gpu, hit, problem))
+}
+
+/// The N values of the feed table: the usual ones and `bn`.
+fn feed_ns(bn: u64) -> Vec<u64> {
+    let mut ns = vec![32, 64, 128, 256, bn];
+    ns.sort_unstable();
+    ns.dedup();
+    ns
+}
+
+/// As [`run`], the figures as one JSON object (`--json`).
+pub(super) fn run_json(a: &AttentionArgs) -> Result<Value, AnalyzeError> {
+    let (gpu, hit, p) = inputs(a)?;
+    let (hd, bm, bn) = (a.hd, a.bm, a.bn);
+    let r = consumer_regs(bn, hd);
+    let m = kv_intensity(bm, bn, hd);
+    let s = softmax_cost(&gpu, bm, bn, hd);
+    let plan = Plan::new(&gpu, &p, bm, bn);
+    let clk = gpu.clock_hz();
+    let hbm_clk = hit.map(|h| plan.hbm_clk(&gpu, h));
+    Ok(json!({
+        "model": "attention",
+        "gpu": gpu.name,
+        "hd": hd,
+        "bm": bm,
+        "bn": bn,
+        "consumer_warpgroups": bm / WGMMA_M,
+        "l2_hit": hit,
+        "feed": feed_json(&gpu, &feed_ns(bn)),
+        "min_fed_n": min_fed_n(&gpu),
+        "consumer_regs": {
+            "s": r.s,
+            "o": r.o,
+            "total": r.total(),
+            "max": gpu.max_regs_per_thread,
+        },
+        "kv_intensity": m,
+        "machine_balance": gpu.balance(),
+        "hbm_shortfall": gpu.balance() / m,
+        "required_hit": required_hit(&gpu, m),
+        "effective_intensity": hit.map(|h| effective_intensity(m, h)),
+        "softmax": {
+            "tensor_clk": s.tensor_clk,
+            "exps": s.exps,
+            "mufu_clk": s.mufu_clk,
+            "mufu_per_tensor": s.ratio(),
+        },
+        "problem": {
+            "batch": p.batch,
+            "heads": p.heads,
+            "seqlen_q": p.seqlen_q,
+            "seqlen_k": p.seqlen_k,
+            "hd": p.hd,
+            "causal": p.causal,
+            "flops": p.flops(),
+            "tiles": plan.tiles,
+            "kv_steps": plan.steps,
+            "max_kv_steps": plan.max_steps,
+            "flops_computed": plan.flops,
+            "tensor_clk": plan.tensor_clk,
+            "tensor_us": plan.tensor_clk / clk * 1e6,
+            "clock_mhz": clk / 1e6,
+            "kv_bytes": plan.kv_bytes,
+            "qo_bytes": plan.qo_bytes,
+            "required_hit": plan.required_hit(&gpu),
+            "hbm_clk": hbm_clk,
+            "bound": hbm_clk.map(|h| if h > plan.tensor_clk { "hbm" } else { "tensor" }),
+        },
+    }))
 }
 
 /// The problem's FLOPs, tiles and the time its tensor cores and HBM need at least.
@@ -157,10 +233,7 @@ fn attention_text(gpu: &GpuSpec, hd: u64, bm: u64, bn: u64, hit: Option<f64>) ->
         bm / WGMMA_M
     );
 
-    let mut ns = vec![32, 64, 128, 256, bn];
-    ns.sort_unstable();
-    ns.dedup();
-    let _ = writeln!(out, "{}", feed_text(gpu, &ns));
+    let _ = writeln!(out, "{}", feed_text(gpu, &feed_ns(bn)));
 
     let r = consumer_regs(bn, hd);
     let mut rt = Table::default().right(&[1]);

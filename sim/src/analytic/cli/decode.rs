@@ -5,6 +5,7 @@ use crate::analytic::decode::{self, Decode, Launch};
 use crate::analytic::fmt::{grouped, Table};
 use crate::analytic::gpu::GpuSpec;
 use clap::Args;
+use serde_json::{json, Value};
 use std::fmt::Write;
 
 #[derive(Args, Debug)]
@@ -58,6 +59,57 @@ fn us(s: f64) -> String {
 }
 
 pub(super) fn run(a: &DecodeArgs) -> Result<String, AnalyzeError> {
+    let (gpu, d, splits) = inputs(a)?;
+    Ok(decode_text(&gpu, &d, &splits, a.launch.into()))
+}
+
+/// As [`run`], the figures as one JSON object (`--json`).
+pub(super) fn run_json(a: &DecodeArgs) -> Result<Value, AnalyzeError> {
+    let (gpu, d, splits) = inputs(a)?;
+    let launch: Launch = a.launch.into();
+    let rows: Vec<decode::Split> = splits
+        .iter()
+        .map(|&s| decode::split(&gpu, &d, s, launch))
+        .collect();
+    let best = decode::best(&rows).map(|b| b.splits);
+    let rows: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            json!({
+                "splits": r.splits,
+                "ctas": r.ctas,
+                "active_sms": r.active_sms,
+                "bytes_per_s": r.bytes_per_s,
+                "t_kv_s": r.t_kv,
+                "t_combine_s": r.t_combine,
+                "total_s": r.total,
+                "fastest": Some(r.splits) == best,
+            })
+        })
+        .collect();
+    Ok(json!({
+        "model": "decode",
+        "gpu": gpu.name,
+        "batch": d.batch,
+        "q_heads": d.q_heads,
+        "kv_heads": d.kv_heads,
+        "seqlen": d.seqlen,
+        "hd": d.hd,
+        "launch": match launch {
+            Launch::Graph => "graph",
+            Launch::Eager => "eager",
+        },
+        "launch_gap_s": launch.gap_s(&gpu),
+        "kv_bytes": d.kv_bytes(),
+        "dram_bytes_per_s": gpu.dram_bytes_per_s,
+        "sm_bytes_per_s": gpu.sm_bytes_per_s,
+        "splits": rows,
+        "fastest": best,
+    }))
+}
+
+/// The GPU (with `--sm-gbps`), the problem and the split counts the arguments give, checked.
+fn inputs(a: &DecodeArgs) -> Result<(GpuSpec, Decode, Vec<u64>), AnalyzeError> {
     let mut gpu = GpuSpec::by_name(&a.gpu)?;
     if let Some(gbps) = a.sm_gbps {
         if !(gbps.is_finite() && gbps > 0.0) {
@@ -74,7 +126,7 @@ pub(super) fn run(a: &DecodeArgs) -> Result<String, AnalyzeError> {
     for &s in &splits {
         decode::check_splits(&d, s)?;
     }
-    Ok(decode_text(&gpu, &d, &splits, a.launch.into()))
+    Ok((gpu, d, splits))
 }
 
 fn decode_text(gpu: &GpuSpec, d: &Decode, splits: &[u64], launch: Launch) -> String {

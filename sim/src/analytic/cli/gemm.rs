@@ -1,7 +1,7 @@
 //! `sim analyze gemm`: the seed's GEMM resource model (FLOPs and bytes, resources per CTA,
 //! occupancy, waves, roofline), or with `--tune` the autotuner's steps ([`super::tune`]).
 
-use super::occupancy::{limits_text, waves_row, waves_table};
+use super::occupancy::{limits_text, occupancy_json, waves_json, waves_row, waves_table};
 use super::{hit_rate, tune, AnalyzeError};
 use crate::analytic::fmt::{grouped, percent, time, Table};
 use crate::analytic::gemm::{check, Gemm, TileConfig};
@@ -9,6 +9,7 @@ use crate::analytic::gpu::GpuSpec;
 use crate::analytic::occupancy::waves;
 use crate::analytic::roofline::{roofline, Bound};
 use clap::Args;
+use serde_json::{json, Value};
 use std::fmt::Write;
 use std::path::PathBuf;
 
@@ -53,10 +54,103 @@ pub(super) fn run(a: &GemmArgs) -> Result<String, AnalyzeError> {
     if a.tune {
         return tune::run(&gpu, &g, a.top_k, a.medians.as_deref());
     }
+    let (t, hit) = tile(a)?;
+    Ok(gemm_text(&gpu, &g, &t, hit))
+}
+
+/// As [`run`], the figures as one JSON object (`--json`).
+pub(super) fn run_json(a: &GemmArgs) -> Result<Value, AnalyzeError> {
+    let gpu = GpuSpec::by_name(&a.gpu)?;
+    let g = Gemm::new(a.m, a.n, a.k)?;
+    if a.tune {
+        return tune::run_json(&gpu, &g, a.top_k, a.medians.as_deref());
+    }
+    let (t, hit) = tile(a)?;
+    Ok(gemm_json(&gpu, &g, &t, hit))
+}
+
+/// The tile config and the L2 hit rate the arguments give.
+fn tile(a: &GemmArgs) -> Result<(TileConfig, Option<f64>), AnalyzeError> {
     let (bm, bn, bk) = TileConfig::parse_tile(&a.tile)?;
     let t = TileConfig::new(bm, bn, bk, a.warps, a.stages)?;
     let hit = a.l2_hit.map(hit_rate).transpose()?;
-    Ok(gemm_text(&gpu, &g, &t, hit))
+    Ok((t, hit))
+}
+
+/// The roofline cases `gemm_text` tabulates: (name, DRAM bytes).
+fn roofline_cases(g: &Gemm, t: &TileConfig, hit: Option<f64>) -> Vec<(String, f64)> {
+    let mut cases = vec![
+        (
+            "minimum bytes (all re-reads hit L2)".to_string(),
+            g.min_bytes() as f64,
+        ),
+        ("tiled, no L2".to_string(), g.tiled_bytes(t) as f64),
+    ];
+    if let Some(h) = hit {
+        cases.push((
+            format!("tiled, L2 hit {}", percent(h, 0)),
+            g.l2_dram_bytes(t, h),
+        ));
+    }
+    cases
+}
+
+fn gemm_json(gpu: &GpuSpec, g: &Gemm, t: &TileConfig, hit: Option<f64>) -> Value {
+    let flops = g.flops() as f64;
+    let (occupancy, waves_rows, not_launchable) = match check(gpu, t) {
+        Err(why) => (Value::Null, Vec::new(), Some(why.to_string())),
+        Ok(occ) => {
+            let rows = [(occ.ctas, false), (occ.ctas + 1, true)]
+                .into_iter()
+                .map(|(ctas, hypothetical)| {
+                    let mut w = waves_json(&waves(gpu, g.tiles(t), ctas), ctas);
+                    w["hypothetical"] = json!(hypothetical);
+                    w
+                })
+                .collect();
+            (occupancy_json(&occ), rows, None)
+        }
+    };
+    let rooflines: Vec<Value> = roofline_cases(g, t, hit)
+        .into_iter()
+        .map(|(case, bytes)| {
+            let r = roofline(gpu, flops, bytes);
+            json!({
+                "case": case,
+                "dram_bytes": bytes,
+                "t_compute_s": r.t_compute,
+                "t_memory_s": r.t_memory,
+                "bound": r.bound.to_string(),
+            })
+        })
+        .collect();
+    json!({
+        "model": "gemm",
+        "gpu": gpu.name,
+        "m": g.m,
+        "n": g.n,
+        "k": g.k,
+        "tile": {"bm": t.bm, "bn": t.bn, "bk": t.bk, "warps": t.warps, "stages": t.stages},
+        "l2_hit": hit,
+        "flops": g.flops(),
+        "min_bytes": g.min_bytes(),
+        "tiled_bytes": g.tiled_bytes(t),
+        "a_reads": g.tile_cols(t),
+        "b_reads": g.tile_rows(t),
+        "intensity_min": flops / g.min_bytes() as f64,
+        "intensity_tiled": flops / g.tiled_bytes(t) as f64,
+        "machine_balance": gpu.balance(),
+        "smem_bytes": t.smem_bytes(),
+        "smem_per_cta_max": gpu.smem_per_cta,
+        "regs_per_thread": t.regs_per_thread(),
+        "max_regs_per_thread": gpu.max_regs_per_thread,
+        "not_launchable": not_launchable,
+        "occupancy": occupancy,
+        "waves": waves_rows,
+        "launch_s": gpu.launch_s,
+        "roofline": rooflines,
+        "compute_bound_hit": g.compute_bound_hit(gpu, t),
+    })
 }
 
 fn gemm_text(gpu: &GpuSpec, g: &Gemm, t: &TileConfig, hit: Option<f64>) -> String {
@@ -153,17 +247,11 @@ fn gemm_text(gpu: &GpuSpec, g: &Gemm, t: &TileConfig, hit: Option<f64>) -> Strin
         ]);
         r.bound
     };
-    let ideal = case(
-        "minimum bytes (all re-reads hit L2)".into(),
-        g.min_bytes() as f64,
-    );
-    let no_l2 = case("tiled, no L2".into(), g.tiled_bytes(t) as f64);
-    if let Some(h) = hit {
-        case(
-            format!("tiled, L2 hit {}", percent(h, 0)),
-            g.l2_dram_bytes(t, h),
-        );
-    }
+    let bounds: Vec<Bound> = roofline_cases(g, t, hit)
+        .into_iter()
+        .map(|(name, bytes)| case(name, bytes))
+        .collect();
+    let (ideal, no_l2) = (bounds[0], bounds[1]);
     let _ = write!(
         out,
         "Roofline (launch {})\n{}",

@@ -18,6 +18,9 @@ use std::path::PathBuf;
 pub struct AnalyzeArgs {
     #[command(subcommand)]
     model: Model,
+    /// Print the model's figures as one JSON object instead of tables (docs/analytic.md).
+    #[arg(long, global = true)]
+    pub json: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -74,6 +77,30 @@ pub fn run(args: &AnalyzeArgs) -> Result<String, AnalyzeError> {
         Model::Occupancy(a) => occupancy::run(a),
         Model::Waves(a) => occupancy::run_waves(a),
         Model::Wgmma(a) => wgmma::run(a),
+    }
+}
+
+/// The figures `sim analyze --json` prints: the same model and inputs as [`run`], as one
+/// JSON object with a `model` field (`gemm`, `gemm_tune`, `attention`, `decode`, `occupancy`,
+/// `waves`, `wgmma`).
+pub fn run_json(args: &AnalyzeArgs) -> Result<serde_json::Value, AnalyzeError> {
+    match &args.model {
+        Model::Gemm(a) => gemm::run_json(a),
+        Model::Attention(a) => attention::run_json(a),
+        Model::Decode(a) => decode::run_json(a),
+        Model::Occupancy(a) => occupancy::run_json(a),
+        Model::Waves(a) => occupancy::run_waves_json(a),
+        Model::Wgmma(a) => wgmma::run_json(a),
+    }
+}
+
+/// `sim analyze`'s output for `args`: the tables, or with `--json` the JSON object.
+pub fn output(args: &AnalyzeArgs) -> Result<String, AnalyzeError> {
+    if args.json {
+        let value = run_json(args)?;
+        Ok(serde_json::to_string_pretty(&value).expect("a JSON value serializes") + "\n")
+    } else {
+        run(args)
     }
 }
 

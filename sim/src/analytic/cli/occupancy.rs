@@ -8,6 +8,7 @@ use crate::analytic::fmt::{grouped, percent, Table};
 use crate::analytic::gpu::GpuSpec;
 use crate::analytic::occupancy::{occupancy, waves, Block, Occupancy, Waves};
 use clap::Args;
+use serde_json::{json, Value};
 use std::fmt::Write;
 
 #[derive(Args, Debug)]
@@ -68,10 +69,45 @@ pub(super) fn run(a: &OccupancyArgs) -> Result<String, AnalyzeError> {
     Ok(out)
 }
 
-pub(super) fn run_waves(a: &WavesArgs) -> Result<String, AnalyzeError> {
+/// As [`run`], as one JSON object (`--json`).
+pub(super) fn run_json(a: &OccupancyArgs) -> Result<Value, AnalyzeError> {
+    let gpu = GpuSpec::by_name(&a.gpu)?;
+    let b = Block::new(&gpu, a.threads, a.regs, a.smem)?;
+    let o = occupancy(&gpu, &b);
+    Ok(json!({
+        "model": "occupancy",
+        "gpu": gpu.name,
+        "threads": b.threads,
+        "warps": b.warps(),
+        "regs_per_thread": b.regs_per_thread,
+        "regs_per_warp": b.regs_per_warp(&gpu),
+        "smem": b.smem,
+        "occupancy": occupancy_json(&o),
+        "resident_warps": o.ctas * b.warps(),
+        "warps_per_sm": gpu.threads_per_sm / 32,
+    }))
+}
+
+/// The limits, the CTAs per SM and the limiter as one JSON object.
+pub(super) fn occupancy_json(o: &Occupancy) -> Value {
+    let limits: serde_json::Map<String, Value> = o
+        .limits()
+        .into_iter()
+        .map(|(name, v)| (name.to_string(), json!(v)))
+        .collect();
+    json!({"limits": limits, "ctas_per_sm": o.ctas, "limiter": o.limiter})
+}
+
+/// The GPU, tiles and CTAs per SM the arguments give, checked.
+fn waves_inputs(a: &WavesArgs) -> Result<(GpuSpec, u64, u64), AnalyzeError> {
     let gpu = GpuSpec::by_name(&a.gpu)?;
     let tiles = in_range("tiles", a.tiles, MAX_TILES)?;
     let ctas = in_range("ctas-per-sm", a.ctas_per_sm, gpu.ctas_per_sm)?;
+    Ok((gpu, tiles, ctas))
+}
+
+pub(super) fn run_waves(a: &WavesArgs) -> Result<String, AnalyzeError> {
+    let (gpu, tiles, ctas) = waves_inputs(a)?;
     let mut t = waves_table();
     t.row(waves_row(ctas.to_string(), &waves(&gpu, tiles, ctas)));
     Ok(format!(
@@ -81,6 +117,28 @@ pub(super) fn run_waves(a: &WavesArgs) -> Result<String, AnalyzeError> {
         if ctas == 1 { "" } else { "s" },
         t.render()
     ))
+}
+
+/// As [`run_waves`], as one JSON object (`--json`).
+pub(super) fn run_waves_json(a: &WavesArgs) -> Result<Value, AnalyzeError> {
+    let (gpu, tiles, ctas) = waves_inputs(a)?;
+    let mut v = waves_json(&waves(&gpu, tiles, ctas), ctas);
+    v["model"] = json!("waves");
+    v["gpu"] = json!(gpu.name);
+    v["sms"] = json!(gpu.sms);
+    Ok(v)
+}
+
+/// One wave count as a JSON object.
+pub(super) fn waves_json(w: &Waves, ctas_per_sm: u64) -> Value {
+    json!({
+        "ctas_per_sm": ctas_per_sm,
+        "tiles": w.tiles,
+        "per_wave": w.per_wave,
+        "waves": w.waves,
+        "last_fill": w.last_fill,
+        "efficiency": w.efficiency,
+    })
 }
 
 /// The limit a value gives, `-` where the resource is not used.

@@ -3,9 +3,10 @@
 
 use super::AnalyzeError;
 use crate::analytic::fmt::{grouped, percent, Table};
-use crate::analytic::gemm::Gemm;
+use crate::analytic::gemm::{Gemm, TileConfig};
 use crate::analytic::gpu::GpuSpec;
 use crate::analytic::tune::{self, Measured, Pick, Prediction, SEED_MEDIANS};
+use serde_json::{json, Value};
 use std::fmt::Write;
 use std::path::Path;
 
@@ -16,7 +17,77 @@ pub(super) fn run(
     top_k: usize,
     medians: Option<&Path>,
 ) -> Result<String, AnalyzeError> {
-    let (table, source) = match medians {
+    let (table, source) = medians_table(medians)?;
+    Ok(tune_text(gpu, g, top_k, &table, &source))
+}
+
+/// As [`run`], the figures as one JSON object (`--json`).
+pub(super) fn run_json(
+    gpu: &GpuSpec,
+    g: &Gemm,
+    top_k: usize,
+    medians: Option<&Path>,
+) -> Result<Value, AnalyzeError> {
+    let (table, source) = medians_table(medians)?;
+    let space = tune::space();
+    let pruned = tune::early_prune(gpu, g, &space);
+    let ranked = tune::rank(gpu, g, &pruned.kept);
+    let (ties, k) = (tune::tie_group(&ranked), tune::top_k(&ranked, top_k));
+    let perf_model: Vec<Value> = ranked
+        .iter()
+        .take(k)
+        .enumerate()
+        .map(|(i, p)| {
+            let mut row = prediction_json(p);
+            row["rank"] = json!(i + 1);
+            row["tie"] = json!(i < ties);
+            row
+        })
+        .collect();
+    let pick = tune::pick_best(&table);
+    let rows: Vec<Value> = table
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            record(
+                &m.config,
+                json!({
+                    "median_ms": m.median_ms,
+                    "p20_ms": m.p20_ms,
+                    "p80_ms": m.p80_ms,
+                    "smem_bytes": m.config.smem_bytes(),
+                    "fastest": pick.as_ref().is_some_and(|p| p.fastest == i),
+                    "overlaps": pick
+                        .as_ref()
+                        .is_some_and(|p| p.fastest != i && p.overlapping.contains(&i)),
+                    "picked": pick.as_ref().is_some_and(|p| p.chosen == i),
+                }),
+            )
+        })
+        .collect();
+    Ok(json!({
+        "model": "gemm_tune",
+        "gpu": gpu.name,
+        "m": g.m,
+        "n": g.n,
+        "k": g.k,
+        "configs": space.len(),
+        "space": tune::Space::SEED.to_string(),
+        "early_prune": pruned_json(&pruned),
+        "top_k": top_k,
+        "perf_model": perf_model,
+        "medians_source": source,
+        "medians": rows,
+        "pick": pick.as_ref().map(|p| json!({
+            "config": config_json(&table[p.chosen].config),
+            "why": pick_sentence(&table, p),
+        })),
+    }))
+}
+
+/// The measured medians pick_best reads, and where they come from.
+fn medians_table(medians: Option<&Path>) -> Result<(Vec<Measured>, String), AnalyzeError> {
+    Ok(match medians {
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|source| AnalyzeError::Read {
                 path: path.to_path_buf(),
@@ -29,8 +100,44 @@ pub(super) fn run(
             SEED_MEDIANS.to_vec(),
             "the seed's table (4096 x 4096 x 4096 on rtx3070)".to_string(),
         ),
-    };
-    Ok(tune_text(gpu, g, top_k, &table, &source))
+    })
+}
+
+pub(crate) fn config_json(c: &TileConfig) -> Value {
+    json!({"bm": c.bm, "bn": c.bn, "bk": c.bk, "warps": c.warps, "stages": c.stages})
+}
+
+/// A config's columns, then `more`'s: one flat record.
+pub(crate) fn record(c: &TileConfig, more: Value) -> Value {
+    let mut row = config_json(c);
+    if let (Some(row), Value::Object(more)) = (row.as_object_mut(), more) {
+        row.extend(more);
+    }
+    row
+}
+
+/// The perf model's prediction of a config, as a flat record.
+pub(crate) fn prediction_json(p: &Prediction) -> Value {
+    record(
+        &p.config,
+        json!({
+            "ctas_per_sm": p.ctas_per_sm,
+            "waves": p.waves,
+            "compute_s": p.compute_s,
+            "memory_s": p.memory_s,
+            "predicted_s": p.predicted_s,
+        }),
+    )
+}
+
+/// `early_prune`'s counts, per reason and in all.
+pub(crate) fn pruned_json(pruned: &tune::Pruned) -> Value {
+    let reasons = ["smem", "regs", "fit", "padding"].map(|r| (r, pruned.count(r)));
+    json!({
+        "kept": pruned.kept.len(),
+        "pruned": pruned.pruned.len(),
+        "by_reason": reasons.into_iter().collect::<std::collections::BTreeMap<_, _>>(),
+    })
 }
 
 fn tune_text(gpu: &GpuSpec, g: &Gemm, top_k: usize, medians: &[Measured], source: &str) -> String {

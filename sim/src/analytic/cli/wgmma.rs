@@ -7,6 +7,7 @@ use crate::analytic::fmt::{percent, Table};
 use crate::analytic::gpu::GpuSpec;
 use crate::analytic::wgmma::{feed, min_fed_n};
 use clap::Args;
+use serde_json::{json, Value};
 
 #[derive(Args, Debug)]
 pub(super) struct WgmmaArgs {
@@ -18,7 +19,8 @@ pub(super) struct WgmmaArgs {
     n: Vec<u64>,
 }
 
-pub(super) fn run(a: &WgmmaArgs) -> Result<String, AnalyzeError> {
+/// The GPU the arguments name, with every N checked.
+fn inputs(a: &WgmmaArgs) -> Result<GpuSpec, AnalyzeError> {
     let gpu = GpuSpec::by_name(&a.gpu)?;
     if !gpu.has_wgmma {
         return Err(AnalyzeError::NoWgmma(gpu.name, "wgmma"));
@@ -26,6 +28,11 @@ pub(super) fn run(a: &WgmmaArgs) -> Result<String, AnalyzeError> {
     for &n in &a.n {
         check_step("n", n, 8, 8, 256)?;
     }
+    Ok(gpu)
+}
+
+pub(super) fn run(a: &WgmmaArgs) -> Result<String, AnalyzeError> {
+    let gpu = inputs(a)?;
     Ok(format!(
         "wgmma on {}: {} tensor FLOP and {} shared-memory bytes per cycle per SM\n\n{}",
         gpu.name,
@@ -33,6 +40,37 @@ pub(super) fn run(a: &WgmmaArgs) -> Result<String, AnalyzeError> {
         gpu.smem_bytes_per_clk,
         feed_text(&gpu, &a.n)
     ))
+}
+
+/// As [`run`], as one JSON object (`--json`).
+pub(super) fn run_json(a: &WgmmaArgs) -> Result<Value, AnalyzeError> {
+    let gpu = inputs(a)?;
+    Ok(json!({
+        "model": "wgmma",
+        "gpu": gpu.name,
+        "tensor_flops_per_clk": gpu.tensor_flops_per_clk,
+        "smem_bytes_per_clk": gpu.smem_bytes_per_clk,
+        "feed": feed_json(&gpu, &a.n),
+        "min_fed_n": min_fed_n(&gpu),
+    }))
+}
+
+/// The feed table's rows for each of `ns` as JSON objects.
+pub(super) fn feed_json(gpu: &GpuSpec, ns: &[u64]) -> Vec<Value> {
+    ns.iter()
+        .map(|&n| {
+            let f = feed(gpu, n);
+            json!({
+                "n": n,
+                "compute_clk": f.compute_clk,
+                "ss_feed_clk": f.a_clk + f.b_clk,
+                "rs_feed_clk": f.b_clk,
+                "ss_ratio": f.ss_ratio(),
+                "rs_ratio": f.rs_ratio(),
+                "ss_utilization": f.ss_utilization(),
+            })
+        })
+        .collect()
 }
 
 /// The feed table for each of `ns`, then the break-even N.
