@@ -44,20 +44,12 @@ pub fn compile(
     file: &str,
     source: &str,
 ) -> Result<program::Kernel, Diagnostic> {
-    let (params, tables) = prepare(scenario, overrides, limits, file, source)?;
-    let mut c = Compiler::new(
-        file,
-        source,
-        params.clone(),
-        tables.clone(),
-        limits,
-        "kernel",
-    );
-    let first = match &scenario.kernel.launches {
-        Some(l) => Some((l.var.as_str(), 0)),
-        None => None,
-    };
-    c.launch(scenario, &scenario.kernel, params, tables, first)
+    let p = Prepared::new(scenario, overrides, limits, file, source)?;
+    let first = p.launches(scenario, &scenario.kernel, "kernel", Some(1))?;
+    first.into_iter().next().ok_or_else(|| {
+        Diagnostic::new(file, "the launch count is 0: the kernel is never launched")
+            .in_path("kernel.launches")
+    })
 }
 
 /// Compiles `kernel` and every kernel of `then`, each once per launch, in launch order. A
@@ -69,7 +61,7 @@ pub fn compile_sequence(
     file: &str,
     source: &str,
 ) -> Result<Vec<program::Kernel>, Diagnostic> {
-    let (params, tables) = prepare(scenario, overrides, limits, file, source)?;
+    let p = Prepared::new(scenario, overrides, limits, file, source)?;
     let mut kernels: Vec<program::Kernel> = Vec::new();
     let all = std::iter::once(("kernel".to_string(), &scenario.kernel)).chain(
         scenario
@@ -79,19 +71,7 @@ pub fn compile_sequence(
             .map(|(i, k)| (format!("then[{i}]"), k)),
     );
     for (at, k) in all {
-        let mut c = Compiler::new(file, source, params.clone(), tables.clone(), limits, &at);
-        let launches = match &k.launches {
-            None => vec![None],
-            Some(l) => {
-                let path = format!("{at}.launches");
-                let n = c.in_range(&l.count, &path, "launches", 0, MAX_LAUNCHES)?;
-                c.bind(&l.var, &path)?;
-                (0..n).map(|i| Some((l.var.as_str(), i))).collect()
-            }
-        };
-        for launch in launches {
-            let mut c = Compiler::new(file, source, params.clone(), tables.clone(), limits, &at);
-            let compiled = c.launch(scenario, k, params.clone(), tables.clone(), launch)?;
+        for compiled in p.launches(scenario, k, &at, None)? {
             if let Some(e) = kernels
                 .iter()
                 .find_map(|earlier| disagreeing_tensor(earlier, &compiled))
@@ -102,34 +82,98 @@ pub fn compile_sequence(
         }
     }
     if kernels.is_empty() {
-        return Err(Diagnostic::new(
-            file,
-            "the scenario launches no kernel: every kernel's `launches` count is 0",
+        // Only kernels with `launches` can be left out: point at the first one's count.
+        let count = scenario.kernel.launches.as_ref().map(|l| l.count.id);
+        return Err(p.compiler("kernel").err(
+            count,
+            "kernel.launches",
+            "the scenario launches no kernel: every kernel's `launches` count is 0".into(),
         ));
     }
     Ok(kernels)
 }
 
-/// The parameters (with `overrides`) and the tables, once the `requires` hold.
-fn prepare(
-    scenario: &Scenario,
-    overrides: &[(String, i64)],
-    limits: &Limits,
-    file: &str,
-    source: &str,
-) -> Result<(BTreeMap<String, i64>, BTreeMap<String, Arc<Table>>), Diagnostic> {
-    let params = names::params(scenario, overrides, file, source, limits.sm_count)?;
-    let mut c = Compiler::new(
-        file,
-        source,
-        params.clone(),
-        BTreeMap::new(),
-        limits,
-        "kernel",
-    );
-    c.tables(scenario)?;
-    c.requirements(scenario)?;
-    Ok((params, c.tables))
+/// What every kernel of a scenario compiles against: the parameters with their overrides, and
+/// the tables, once the `requires` hold.
+struct Prepared<'a> {
+    file: &'a str,
+    source: &'a str,
+    limits: &'a Limits,
+    params: BTreeMap<String, i64>,
+    tables: BTreeMap<String, Arc<Table>>,
+}
+
+impl<'a> Prepared<'a> {
+    fn new(
+        scenario: &Scenario,
+        overrides: &[(String, i64)],
+        limits: &'a Limits,
+        file: &'a str,
+        source: &'a str,
+    ) -> Result<Self, Diagnostic> {
+        let params = names::params(scenario, overrides, file, source, limits.sm_count)?;
+        let mut p = Prepared {
+            file,
+            source,
+            limits,
+            params,
+            tables: BTreeMap::new(),
+        };
+        let mut c = p.compiler("kernel");
+        c.tables(scenario)?;
+        c.requirements(scenario)?;
+        p.tables = c.tables;
+        Ok(p)
+    }
+
+    fn compiler(&self, at: &str) -> Compiler<'a> {
+        Compiler::new(
+            self.file,
+            self.source,
+            self.params.clone(),
+            self.tables.clone(),
+            self.limits,
+            at,
+        )
+    }
+
+    /// The launches of `k` (at `at`), the first `most` of them when given: one, or one per
+    /// value of its `launches` parameter, which joins the parameters and names the launch
+    /// (`moe e=3`).
+    fn launches(
+        &self,
+        s: &Scenario,
+        k: &Kernel,
+        at: &str,
+        most: Option<i64>,
+    ) -> Result<Vec<program::Kernel>, Diagnostic> {
+        let name = match (&k.name, at) {
+            (Some(n), _) => n.clone(),
+            (None, "kernel") => s.name.clone(),
+            (None, at) => at.to_string(),
+        };
+        // The scenario's `analytic` predicts the first launch of `kernel` only.
+        let Some(l) = &k.launches else {
+            return Ok(vec![self.compiler(at).kernel(
+                s,
+                k,
+                name,
+                at == "kernel",
+            )?]);
+        };
+        let path = format!("{at}.launches");
+        let mut c = self.compiler(at);
+        let n = c.in_range(&l.count, &path, "launch count", 0, MAX_LAUNCHES)?;
+        c.bind(&l.var, &path)?;
+        (0..most.map_or(n, |m| m.min(n)))
+            .map(|i| {
+                let mut c = self.compiler(at);
+                c.params.insert(l.var.clone(), i);
+                let name = format!("{name} {}={i}", l.var);
+                c.kernel(s, k, name, at == "kernel" && i == 0)
+            })
+            .collect()
+    }
 }
 
 /// A tensor `later` declares with another type or size than `earlier` does.
@@ -233,39 +277,6 @@ impl<'a> Compiler<'a> {
             }
         }
         Ok(())
-    }
-
-    /// One launch of `k`: with `launch`, its parameter (checked by `bind` to shadow nothing)
-    /// joins the parameters and names the launch (`kernel e=3`).
-    fn launch(
-        &mut self,
-        s: &Scenario,
-        k: &Kernel,
-        mut params: BTreeMap<String, i64>,
-        tables: BTreeMap<String, Arc<Table>>,
-        launch: Option<(&str, i64)>,
-    ) -> Result<program::Kernel, Diagnostic> {
-        let mut name = match (&k.name, self.at.as_str()) {
-            (Some(n), _) => n.clone(),
-            (None, "kernel") => s.name.clone(),
-            (None, at) => at.to_string(),
-        };
-        if let Some((var, i)) = launch {
-            self.bind(var, &format!("{}.launches", self.at))?;
-            params.insert(var.to_string(), i);
-            name = format!("{name} {var}={i}");
-        }
-        let mut c = Compiler::new(
-            self.file,
-            self.source,
-            params,
-            tables,
-            self.limits,
-            &self.at,
-        );
-        // The scenario's `analytic` predicts the first launch of `kernel` only.
-        let first = self.at == "kernel" && launch.is_none_or(|(_, i)| i == 0);
-        c.kernel(s, k, name, first)
     }
 
     /// The pass driver: launch configuration, declarations, roles, then CTA-wide limits.

@@ -678,6 +678,12 @@ fn launches_compile_the_kernel_once_per_value() {
         e.message,
         "the scenario launches no kernel: every kernel's `launches` count is 0"
     );
+    let e = try_compile(&src, &[("stages", 1)]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "the launch count is 0: the kernel is never launched"
+    );
+    assert_eq!(e.path.as_deref(), Some("kernel.launches"));
     let e = compile_all(&src.replace("var: \"e\"", "var: \"n\""), &[]).unwrap_err();
     assert_eq!(
         e.message,
@@ -687,6 +693,6 @@ fn launches_compile_the_kernel_once_per_value() {
     let e = compile_all(&src, &[("stages", 2000)]).unwrap_err();
     assert_eq!(
         e.message,
-        "launches is 1999 (`stages - 1`); expected 0..=1024"
+        "launch count is 1999 (`stages - 1`); expected 0..=1024"
     );
 }

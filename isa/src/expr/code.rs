@@ -55,11 +55,19 @@ pub(super) enum Node {
 }
 
 /// An expression compiled to postfix code with parameters folded; evaluation touches no strings.
+/// Boxed slices, not vectors: instructions hold many codes, and they do not grow once compiled.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Code {
-    pub(super) nodes: Vec<Node>,
+    pub(super) nodes: Box<[Node]>,
     /// The tables that `Node::Index` reads.
-    pub(super) tables: Vec<Arc<Table>>,
+    pub(super) tables: Box<[Arc<Table>]>,
+}
+
+/// A [`Code`] being emitted.
+#[derive(Default)]
+struct Builder {
+    nodes: Vec<Node>,
+    tables: Vec<Arc<Table>>,
 }
 
 impl Code {
@@ -69,14 +77,11 @@ impl Code {
         ast: &Ast,
         resolve: &mut impl FnMut(&str) -> Option<Binding>,
     ) -> Result<Code, CompileError> {
-        let mut code = Code {
-            nodes: Vec::new(),
-            tables: Vec::new(),
-        };
-        emit(ast, resolve, &mut code)?;
+        let mut built = Builder::default();
+        emit(ast, resolve, &mut built)?;
         // Straight-line depth bounds the depth along any jump path.
         let mut depth = 0usize;
-        for n in &code.nodes {
+        for n in &built.nodes {
             match n {
                 Node::Const(_) | Node::Slot(_) => {
                     depth += 1;
@@ -90,6 +95,10 @@ impl Code {
                 Node::Un(_) | Node::Jump(_) | Node::Truth | Node::Index(_) => {}
             }
         }
+        let code = Code {
+            nodes: built.nodes.into(),
+            tables: built.tables.into(),
+        };
         // Fold a constant expression to one node, so the hot path does no arithmetic for it.
         if code.nodes.iter().all(|n| !matches!(n, Node::Slot(_))) {
             if let Ok(v) = code.eval(&[]) {
@@ -101,8 +110,8 @@ impl Code {
 
     fn constant(v: i64) -> Code {
         Code {
-            nodes: vec![Node::Const(v)],
-            tables: Vec::new(),
+            nodes: Box::new([Node::Const(v)]),
+            tables: Box::default(),
         }
     }
 
@@ -113,7 +122,7 @@ impl Code {
 
     /// The value when the expression does not depend on run-time variables.
     pub fn as_const(&self) -> Option<i64> {
-        match self.nodes.as_slice() {
+        match &*self.nodes {
             [Node::Const(v)] => Some(*v),
             _ => None,
         }
@@ -126,7 +135,7 @@ impl Code {
 fn emit(
     ast: &Ast,
     resolve: &mut impl FnMut(&str) -> Option<Binding>,
-    code: &mut Code,
+    code: &mut Builder,
 ) -> Result<bool, CompileError> {
     let start = code.nodes.len();
     let constant = match ast {
@@ -220,8 +229,8 @@ fn emit(
             })
             .collect();
         let sub = Code {
-            nodes,
-            tables: code.tables.clone(),
+            nodes: nodes.into(),
+            tables: code.tables.clone().into(),
         };
         if let Ok(v) = sub.eval(&[]) {
             code.nodes.truncate(start);

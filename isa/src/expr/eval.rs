@@ -58,12 +58,12 @@ impl Code {
             Node::Slot(s) => Some(env[s as usize]),
             _ => None,
         };
-        if let [a, b, Node::Bin(op)] = self.nodes.as_slice() {
+        if let [a, b, Node::Bin(op)] = &*self.nodes {
             if let (Some(a), Some(b)) = (operand(a), operand(b)) {
                 return apply(*op, a, b);
             }
         }
-        match self.nodes.as_slice() {
+        match &*self.nodes {
             [Node::Const(v)] => Ok(*v),
             nodes if nodes.len() <= SHORT => self.run::<SHORT>(env),
             _ => self.run::<MAX_DEPTH>(env),
