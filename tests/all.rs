@@ -18,6 +18,7 @@ mod fuzz;
 mod gemm_library;
 mod golden;
 mod hardening;
+mod moe;
 mod pipelines;
 mod sanitizer;
 mod sequence;

@@ -84,6 +84,7 @@ runs! {
     gemm_pipelined: "scenarios/gemm_pipelined.ron";
     gemm_ws: "scenarios/gemm_ws.ron";
     hbm_stream: "scenarios/hbm_stream.ron";
+    moe_grouped_gemm: "scenarios/moe_grouped_gemm.ron";
     persistent_gemm: "scenarios/persistent_gemm.ron";
     wave_quantization: "scenarios/wave_quantization.ron";
     wgmma_stream: "scenarios/wgmma_stream.ron";
@@ -157,6 +158,8 @@ commands! {
     analyze_decode: ["analyze", "decode", "--batch", "4", "--seqlen", "65536"] writes [];
     // A sequence of kernels (split, combine): each kernel's report and the total.
     split_kv_decode: ["run", "scenarios/split_kv_decode.ron", "--json"] writes [];
+    // A kernel launched once per expert: each launch's summary and the sequence's line.
+    moe_per_expert: ["run", "scenarios/moe_grouped_gemm.ron", "--set", "variant=1"] writes [];
 }
 
 /// `sim stalls` and `sim report` over a trace this test writes first (FA3 as one CTA).

@@ -161,7 +161,9 @@ fn sim_run_and_check_take_every_kernel_and_bench_refuses_a_sequence() {
     assert!(!bench.status.success());
     let err = String::from_utf8(bench.stderr).unwrap();
     assert!(
-        err.contains("the scenario is a sequence of 2 kernels (`then`): `sim run` runs it"),
+        err.contains(
+            "the scenario is a sequence of 2 kernels (`then` or `launches`): `sim run` runs it"
+        ),
         "{err}"
     );
 }

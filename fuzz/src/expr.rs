@@ -2,11 +2,16 @@
 //! parse, compile and evaluation, against a reference evaluation on `i128`.
 
 use arbitrary::{Result, Unstructured};
-use isa::expr::{symbol, Ast, BinOp, Binding, Code, EvalError, UnOp};
+use isa::expr::{symbol, Ast, BinOp, Binding, Code, EvalError, Table, UnOp};
+use std::sync::Arc;
 
 /// Names a generated expression may use: `a` and `b` are parameters (folded into the code),
 /// `x` and `lane` run-time slots 0 and 1.
 const NAMES: [&str; 4] = ["a", "b", "x", "lane"];
+
+/// The table a generated expression may read (`t[i]`), and its length.
+const TABLE: &str = "t";
+const TABLE_LEN: usize = 4;
 
 const UNARY: [UnOp; 3] = [UnOp::Neg, UnOp::Not, UnOp::BitNot];
 
@@ -47,8 +52,8 @@ fn value(u: &mut Unstructured) -> Result<i64> {
     })
 }
 
-/// A random expression tree at most `depth` operators deep over [`NAMES`]; literals are not
-/// negative (the text `-5` is negation applied to 5).
+/// A random expression tree at most `depth` operators deep over [`NAMES`] and entries of
+/// [`TABLE`]; literals are not negative (the text `-5` is negation applied to 5).
 pub(crate) fn ast(u: &mut Unstructured, depth: u32) -> Result<Ast> {
     if depth == 0 || u.ratio(1, 4)? {
         return Ok(if u.arbitrary()? {
@@ -58,9 +63,10 @@ pub(crate) fn ast(u: &mut Unstructured, depth: u32) -> Result<Ast> {
         });
     }
     let sub = |u: &mut Unstructured| ast(u, depth - 1).map(Box::new);
-    Ok(match u.choose_index(8)? {
+    Ok(match u.choose_index(9)? {
         0 => Ast::Unary(*u.choose(&UNARY)?, sub(u)?),
         1 => Ast::Cond(sub(u)?, sub(u)?, sub(u)?),
+        2 => Ast::Index(TABLE.to_string(), sub(u)?),
         _ => Ast::Binary(*u.choose(&BINARY)?, sub(u)?, sub(u)?),
     })
 }
@@ -69,7 +75,7 @@ pub(crate) fn ast(u: &mut Unstructured, depth: u32) -> Result<Ast> {
 fn precedence(e: &Ast) -> u8 {
     use BinOp::*;
     match e {
-        Ast::Int(_) | Ast::Name(_) | Ast::Binary(Min | Max | CeilDiv, ..) => 12,
+        Ast::Int(_) | Ast::Name(_) | Ast::Index(..) | Ast::Binary(Min | Max | CeilDiv, ..) => 12,
         Ast::Unary(..) => 11,
         Ast::Binary(op, ..) => match op {
             Mul | Div | Rem => 10,
@@ -107,6 +113,12 @@ fn write(e: &Ast, min: u8, u: &mut Unstructured, out: &mut String) -> Result<()>
     match e {
         Ast::Int(v) => out.push_str(&v.to_string()),
         Ast::Name(n) => out.push_str(n),
+        Ast::Index(n, i) => {
+            out.push_str(n);
+            out.push('[');
+            write(i, 0, u, out)?;
+            out.push(']');
+        }
         Ast::Unary(op, a) => {
             out.push(match op {
                 UnOp::Neg => '-',
@@ -151,12 +163,29 @@ fn write(e: &Ast, min: u8, u: &mut Unstructured, out: &mut String) -> Result<()>
 /// The value of `e` by the expression language's definition, computed on `i128` so that no
 /// step wraps: each operation's exact result, an error where it leaves `i64`, operands left
 /// to right, `&&`, `||` and `?:` evaluating only the operand they need.
-fn reference(e: &Ast, var: &dyn Fn(&str) -> i64) -> std::result::Result<i64, EvalError> {
+fn reference(
+    e: &Ast,
+    var: &dyn Fn(&str) -> i64,
+    table: &[i64],
+) -> std::result::Result<i64, EvalError> {
     let fit = |r: i128| i64::try_from(r).map_err(|_| EvalError::Overflow);
-    let eval = |e: &Ast| reference(e, var);
+    let eval = |e: &Ast| reference(e, var, table);
     Ok(match e {
         Ast::Int(v) => *v,
         Ast::Name(n) => var(n),
+        Ast::Index(n, i) => {
+            let i = eval(i)?;
+            match usize::try_from(i).ok().and_then(|i| table.get(i)) {
+                Some(v) => *v,
+                None => {
+                    return Err(EvalError::Index {
+                        table: n.clone(),
+                        index: i,
+                        len: table.len(),
+                    })
+                }
+            }
+        }
         Ast::Unary(op, a) => {
             let a = eval(a)?;
             match op {
@@ -213,17 +242,28 @@ fn reference(e: &Ast, var: &dyn Fn(&str) -> i64) -> std::result::Result<i64, Eva
     })
 }
 
-/// Compiles `e` with `a` and `b` bound to parameters and `x`, `lane` to run-time slots, and
-/// checks the compiled code against [`reference`]: the scalar evaluation, the whole-warp one
+/// Compiles `e` with `a` and `b` bound to parameters, `x`, `lane` to run-time slots and `t` to
+/// `table`, and checks the compiled code against [`reference`]: the scalar evaluation, the whole-warp one
 /// (each lane as the scalar evaluation gives it) and constant folding (a slot the code does
 /// not read does not change the value). False when it does not compile (too deep, or naming
 /// something else), which is all there is to check then.
-fn check_eval(e: &Ast, text: &str, params: [i64; 2], env: [i64; 2]) -> bool {
+fn check_eval(
+    e: &Ast,
+    text: &str,
+    params: [i64; 2],
+    env: [i64; 2],
+    table: [i64; TABLE_LEN],
+) -> bool {
+    let t = Arc::new(Table {
+        name: TABLE.to_string(),
+        values: table.to_vec(),
+    });
     let mut resolve = |n: &str| match n {
         "a" => Some(Binding::Const(params[0])),
         "b" => Some(Binding::Const(params[1])),
         "x" => Some(Binding::Slot(0)),
         "lane" => Some(Binding::Slot(1)),
+        TABLE => Some(Binding::Table(t.clone())),
         _ => None,
     };
     let Ok(code) = Code::compile(e, &mut resolve) else {
@@ -238,7 +278,7 @@ fn check_eval(e: &Ast, text: &str, params: [i64; 2], env: [i64; 2]) -> bool {
         }
     };
     let got = code.eval(&env);
-    let want = reference(e, &value(env));
+    let want = reference(e, &value(env), &table);
     assert_eq!(got, want, "`{text}` with {params:?}, {env:?}");
     if let Some(lanes) = code.eval_lanes(&env, 1) {
         for (l, v) in lanes.iter().enumerate() {
@@ -271,6 +311,8 @@ pub fn expr(data: &[u8]) -> bool {
     let (Ok(raw), Ok((params, env))) = (u.arbitrary::<bool>(), values(&mut u)) else {
         return false;
     };
+    // The values already drawn, so that the inputs kept from before tables read as they did.
+    let table = [params[0], env[0], params[1], env[1]];
     if raw {
         let text = String::from_utf8_lossy(u.take_rest()).into_owned();
         let _ = isa::expr::parse_ref(&text);
@@ -282,7 +324,7 @@ pub fn expr(data: &[u8]) -> bool {
         if let Ok(again) = isa::expr::parse(&printed) {
             assert_eq!(again, e, "`{text}` printed as `{printed}`");
         }
-        return check_eval(&e, &text, params, env);
+        return check_eval(&e, &text, params, env, table);
     }
     let Ok(e) = ast(&mut u, 6) else {
         return false;
@@ -295,5 +337,5 @@ pub fn expr(data: &[u8]) -> bool {
         Err(isa::expr::ParseError::TooLong { .. }) => return false,
         Err(err) => panic!("`{text}` written with C precedence: {err}"),
     }
-    check_eval(&e, &text, params, env)
+    check_eval(&e, &text, params, env, table)
 }

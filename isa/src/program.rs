@@ -61,6 +61,8 @@ pub struct Kernel {
     pub kernel_name: String,
     pub gpu: String,
     pub params: BTreeMap<String, i64>,
+    /// The scenario's tables (`tables`), by name.
+    pub tables: BTreeMap<String, Vec<i64>>,
     pub grid: u32,
     /// CTAs per cluster (1: no clusters); `grid` is a multiple of it.
     pub cluster: u32,

@@ -217,6 +217,10 @@ pub struct Scenario {
     /// kernel does not support is refused with its reason instead of failing further on.
     #[serde(default)]
     pub requires: Vec<Require>,
+    /// Integer tables that expressions read as `name[i]`, computed in order after the
+    /// parameters; each may use the parameters, `num_sms` and the tables above it.
+    #[serde(default)]
+    pub tables: Vec<Table>,
     pub kernel: Kernel,
     /// Kernels launched after `kernel` in the same stream, in order: each starts once the one
     /// before has finished and the launch gap has passed, with the L2 as that one left it.
@@ -236,6 +240,51 @@ pub struct Require {
     /// An expression over the parameters and `num_sms`; 0 refuses the configuration.
     pub cond: Expr,
     pub message: String,
+}
+
+/// An integer table, computed once from the parameters by a documented rule; `len` entries,
+/// read in expressions as `name[i]` for `i` in `0..len`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Table {
+    /// Entry `i` is `value` with `var` = `i`.
+    List {
+        name: String,
+        len: Expr,
+        var: String,
+        value: Expr,
+    },
+    /// Entry `i` is the sum of `value` for `var` in `0..=i` (an inclusive prefix sum: the end of
+    /// item `i`'s range when item `var` spans `value` units).
+    Prefix {
+        name: String,
+        len: Expr,
+        var: String,
+        value: Expr,
+    },
+    /// Seeded top-k sampling from a Zipf distribution: each of `draws` draws picks `picks`
+    /// distinct items of `0..len`, item `i` with weight `1 / (i + 1)^(exponent / 100)`, without
+    /// replacement; entry `i` counts the draws that picked item `i` (so the entries sum to
+    /// `draws * picks`). The tokens each expert of a mixture-of-experts layer receives when
+    /// every token is routed to its top `picks` experts.
+    Zipf {
+        name: String,
+        len: Expr,
+        draws: Expr,
+        picks: Expr,
+        exponent: Expr,
+        seed: Expr,
+    },
+}
+
+impl Table {
+    pub fn name(&self) -> &str {
+        match self {
+            Table::List { name, .. } | Table::Prefix { name, .. } | Table::Zipf { name, .. } => {
+                name
+            }
+        }
+    }
 }
 
 /// How a sequence of kernels reaches the GPU: one `cudaLaunchKernel` call each, or replayed
@@ -266,6 +315,10 @@ pub struct Kernel {
     /// `then[i]` for the others).
     #[serde(default)]
     pub name: Option<String>,
+    /// Launches the kernel once for each value of a launch parameter, in order, as a host loop
+    /// does (one GEMM launch per expert); without it, once.
+    #[serde(default)]
+    pub launches: Option<Launches>,
     /// Number of CTAs.
     #[serde(default = "one")]
     pub grid: Expr,
@@ -290,6 +343,15 @@ pub struct Kernel {
     /// This kernel's own prediction; the scenario's `analytic` is the first kernel's.
     #[serde(default)]
     pub analytic: Option<Analytic>,
+}
+
+/// The launches of a kernel: `count` of them (a parameters-only expression, 0 skips the
+/// kernel), launch `i` compiled with the parameter `var` = `i`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Launches {
+    pub var: String,
+    pub count: Expr,
 }
 
 /// A global integer counter, `init` at kernel start, advanced by `AtomicAdd`.

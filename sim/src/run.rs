@@ -91,8 +91,8 @@ pub enum RunError {
         why: String,
     },
     #[error(
-        "{0}: the scenario is a sequence of {1} kernels (`then`): `sim run` runs it; this \
-         command takes one kernel"
+        "{0}: the scenario is a sequence of {1} kernels (`then` or `launches`): `sim run` runs \
+         it; this command takes one kernel"
     )]
     Sequence(String, usize),
     #[error("--clock-mhz must be a positive number of MHz, not {0}")]

@@ -26,6 +26,9 @@ pub struct SequenceReport {
     pub cycles: u64,
     /// The kernels' times at their clocks plus the gaps between them.
     pub time_us: f64,
+    /// Tensor busy cycles summed over the SMs and kernels / (the GPU's SMs × `cycles`): the
+    /// kernels' `tensor_load` over the whole sequence, idle SMs and launch gaps included.
+    pub tensor_load: f64,
     pub kernels: Vec<SequenceKernel>,
 }
 
@@ -106,12 +109,17 @@ pub fn simulate(
             report,
         });
     }
+    let busy: f64 = done
+        .iter()
+        .map(|k| k.report.tensor_load * k.report.cycles as f64)
+        .sum();
     Ok(SequenceReport {
         scenario: kernels[0].name.clone(),
         gpu: preset.name.clone(),
         launch: launch_name(launch),
         cycles: end,
         time_us,
+        tensor_load: busy / end.max(1) as f64,
         kernels: done,
     })
 }
@@ -146,12 +154,14 @@ impl SequenceReport {
         }
         let _ = writeln!(
             out,
-            "sequence    {n} kernels on {}, {} launches: {} cycles, {:.2} µs, gaps {} cycles",
+            "sequence    {n} kernels on {}, {} launches: {} cycles, {:.2} µs, gaps {} cycles, \
+             GPU-wide tensor load {:.1}%",
             self.gpu,
             self.launch,
             self.cycles,
             self.time_us,
-            self.kernels.iter().map(|k| k.gap).sum::<u64>()
+            self.kernels.iter().map(|k| k.gap).sum::<u64>(),
+            100.0 * self.tensor_load
         );
         out
     }

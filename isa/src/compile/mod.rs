@@ -17,18 +17,26 @@ mod limits;
 mod names;
 mod resources;
 mod shapes;
+mod tables;
 #[cfg(test)]
 mod tests;
 
 pub use limits::{Limits, MAX_GRID, MAX_LIVE, MAX_OPS, MAX_RANK, MAX_TRIPS};
+pub use tables::{zipf_counts, MAX_TABLE_LEN, MAX_ZIPF_WORK};
 
 use crate::diag::Diagnostic;
+use crate::expr::Table;
 use crate::program::{self, Op};
-use crate::scenario::Scenario;
+use crate::scenario::{Kernel, Scenario};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-/// Validates `scenario` with parameters overridden by `overrides` and compiles it.
-/// `file` and `source` are used to point errors at line and column.
+/// The most launches a kernel's `launches` may ask for.
+pub const MAX_LAUNCHES: i64 = 1024;
+
+/// Validates `scenario` with parameters overridden by `overrides` and compiles its `kernel`
+/// (the first launch, when it has `launches`). `file` and `source` are used to point errors at
+/// line and column.
 pub fn compile(
     scenario: &Scenario,
     overrides: &[(String, i64)],
@@ -36,22 +44,16 @@ pub fn compile(
     file: &str,
     source: &str,
 ) -> Result<program::Kernel, Diagnostic> {
-    let params = names::params(scenario, overrides, file, source, limits.sm_count)?;
-    let name = scenario
-        .kernel
-        .name
-        .as_ref()
-        .unwrap_or(&scenario.name)
-        .clone();
-    Compiler::new(file, source, params, limits, "kernel".into()).kernel(
-        scenario,
-        &scenario.kernel,
-        name,
-    )
+    let p = Prepared::new(scenario, overrides, limits, file, source)?;
+    let first = p.launches(scenario, &scenario.kernel, "kernel", Some(1))?;
+    first.into_iter().next().ok_or_else(|| {
+        Diagnostic::new(file, "the launch count is 0: the kernel is never launched")
+            .in_path("kernel.launches")
+    })
 }
 
-/// Compiles `kernel` and every kernel of `then`, in launch order. A tensor that several kernels
-/// declare is one array in memory: its declarations must agree.
+/// Compiles `kernel` and every kernel of `then`, each once per launch, in launch order. A
+/// tensor that several kernels declare is one array in memory: its declarations must agree.
 pub fn compile_sequence(
     scenario: &Scenario,
     overrides: &[(String, i64)],
@@ -59,22 +61,119 @@ pub fn compile_sequence(
     file: &str,
     source: &str,
 ) -> Result<Vec<program::Kernel>, Diagnostic> {
-    let mut kernels = vec![compile(scenario, overrides, limits, file, source)?];
-    for (i, k) in scenario.then.iter().enumerate() {
-        let params = names::params(scenario, overrides, file, source, limits.sm_count)?;
-        let at = format!("then[{i}]");
-        let name = k.name.clone().unwrap_or_else(|| at.clone());
-        let compiled =
-            Compiler::new(file, source, params, limits, at.clone()).kernel(scenario, k, name)?;
-        if let Some(e) = kernels
+    let p = Prepared::new(scenario, overrides, limits, file, source)?;
+    let mut kernels: Vec<program::Kernel> = Vec::new();
+    let all = std::iter::once(("kernel".to_string(), &scenario.kernel)).chain(
+        scenario
+            .then
             .iter()
-            .find_map(|earlier| disagreeing_tensor(earlier, &compiled))
-        {
-            return Err(Diagnostic::new(file, e).in_path(at));
+            .enumerate()
+            .map(|(i, k)| (format!("then[{i}]"), k)),
+    );
+    for (at, k) in all {
+        for compiled in p.launches(scenario, k, &at, None)? {
+            if let Some(e) = kernels
+                .iter()
+                .find_map(|earlier| disagreeing_tensor(earlier, &compiled))
+            {
+                return Err(Diagnostic::new(file, e).in_path(at));
+            }
+            kernels.push(compiled);
         }
-        kernels.push(compiled);
+    }
+    if kernels.is_empty() {
+        // Only kernels with `launches` can be left out: point at the first one's count.
+        let count = scenario.kernel.launches.as_ref().map(|l| l.count.id);
+        return Err(p.compiler("kernel").err(
+            count,
+            "kernel.launches",
+            "the scenario launches no kernel: every kernel's `launches` count is 0".into(),
+        ));
     }
     Ok(kernels)
+}
+
+/// What every kernel of a scenario compiles against: the parameters with their overrides, and
+/// the tables, once the `requires` hold.
+struct Prepared<'a> {
+    file: &'a str,
+    source: &'a str,
+    limits: &'a Limits,
+    params: BTreeMap<String, i64>,
+    tables: BTreeMap<String, Arc<Table>>,
+}
+
+impl<'a> Prepared<'a> {
+    fn new(
+        scenario: &Scenario,
+        overrides: &[(String, i64)],
+        limits: &'a Limits,
+        file: &'a str,
+        source: &'a str,
+    ) -> Result<Self, Diagnostic> {
+        let params = names::params(scenario, overrides, file, source, limits.sm_count)?;
+        let mut p = Prepared {
+            file,
+            source,
+            limits,
+            params,
+            tables: BTreeMap::new(),
+        };
+        let mut c = p.compiler("kernel");
+        c.tables(scenario)?;
+        c.requirements(scenario)?;
+        p.tables = c.tables;
+        Ok(p)
+    }
+
+    fn compiler(&self, at: &str) -> Compiler<'a> {
+        Compiler::new(
+            self.file,
+            self.source,
+            self.params.clone(),
+            self.tables.clone(),
+            self.limits,
+            at,
+        )
+    }
+
+    /// The launches of `k` (at `at`), the first `most` of them when given: one, or one per
+    /// value of its `launches` parameter, which joins the parameters and names the launch
+    /// (`moe e=3`).
+    fn launches(
+        &self,
+        s: &Scenario,
+        k: &Kernel,
+        at: &str,
+        most: Option<i64>,
+    ) -> Result<Vec<program::Kernel>, Diagnostic> {
+        let name = match (&k.name, at) {
+            (Some(n), _) => n.clone(),
+            (None, "kernel") => s.name.clone(),
+            (None, at) => at.to_string(),
+        };
+        // The scenario's `analytic` predicts the first launch of `kernel` only.
+        let Some(l) = &k.launches else {
+            return Ok(vec![self.compiler(at).kernel(
+                s,
+                k,
+                name,
+                at == "kernel",
+            )?]);
+        };
+        let path = format!("{at}.launches");
+        let mut c = self.compiler(at);
+        let n = c.in_range(&l.count, &path, "launch count", 0, MAX_LAUNCHES)?;
+        c.bind(&l.var, &path)?;
+        (0..most.map_or(n, |m| m.min(n)))
+            .map(|i| {
+                let mut c = self.compiler(at);
+                c.params.insert(l.var.clone(), i);
+                let name = format!("{name} {}={i}", l.var);
+                c.kernel(s, k, name, at == "kernel" && i == 0)
+            })
+            .collect()
+    }
 }
 
 /// A tensor `later` declares with another type or size than `earlier` does.
@@ -96,6 +195,7 @@ struct Compiler<'a> {
     file: &'a str,
     source: &'a str,
     params: BTreeMap<String, i64>,
+    tables: BTreeMap<String, Arc<Table>>,
     limits: &'a Limits,
     /// Loop variables in scope, innermost last.
     scope: Vec<(String, u16)>,
@@ -127,13 +227,15 @@ impl<'a> Compiler<'a> {
         file: &'a str,
         source: &'a str,
         params: BTreeMap<String, i64>,
+        tables: BTreeMap<String, Arc<Table>>,
         limits: &'a Limits,
-        at: String,
+        at: &str,
     ) -> Self {
         Compiler {
             file,
             source,
             params,
+            tables,
             limits,
             scope: Vec::new(),
             lets: Vec::new(),
@@ -149,7 +251,7 @@ impl<'a> Compiler<'a> {
             tensors: Vec::new(),
             buffers: Vec::new(),
             mbarriers: Vec::new(),
-            at,
+            at: at.to_string(),
         }
     }
 
@@ -181,12 +283,10 @@ impl<'a> Compiler<'a> {
     fn kernel(
         &mut self,
         s: &Scenario,
-        k: &crate::scenario::Kernel,
+        k: &Kernel,
         kernel_name: String,
+        first: bool,
     ) -> Result<program::Kernel, Diagnostic> {
-        if self.at == "kernel" {
-            self.requirements(s)?;
-        }
         let grid_path = format!("{}.grid", self.at);
         let grid = self.in_range(&k.grid, &grid_path, "grid (CTAs)", 1, MAX_GRID)? as u32;
         let cluster = self.cluster(k, grid)?;
@@ -212,7 +312,7 @@ impl<'a> Compiler<'a> {
         self.cta_limits(&roles, launch_regs, &k.regs_per_thread)?;
 
         // A later kernel of a sequence has only its own prediction.
-        let (analytic, at) = match (&k.analytic, self.at == "kernel") {
+        let (analytic, at) = match (&k.analytic, first) {
             (Some(a), _) => (Some(a), format!("{}.analytic.cycles", self.at)),
             (None, true) => (s.analytic.as_ref(), "analytic.cycles".to_string()),
             (None, false) => (None, String::new()),
@@ -231,6 +331,11 @@ impl<'a> Compiler<'a> {
             kernel_name,
             gpu: s.gpu.clone(),
             params: self.params.clone(),
+            tables: self
+                .tables
+                .iter()
+                .map(|(n, t)| (n.clone(), t.values.clone()))
+                .collect(),
             grid,
             cluster,
             regs_per_thread: launch_regs,

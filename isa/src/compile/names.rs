@@ -10,7 +10,7 @@ use crate::scenario::{Expr, ParamValue, Ref, Scenario};
 use std::collections::BTreeMap;
 
 /// Predefined constant: the GPU's SM count (for persistent grids).
-const NUM_SMS: &str = "num_sms";
+pub(super) const NUM_SMS: &str = "num_sms";
 
 /// Which names an expression may use.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -21,6 +21,8 @@ pub(super) enum Names {
     Program,
     /// As `Program`, plus `lane` (per-lane addresses, `If` conditions and `Loop` counts).
     Lanes,
+    /// Parameters and the variables in scope, without built-ins (a table's entries).
+    Table,
 }
 
 /// The scenario's parameters with `overrides` applied and derived parameters evaluated; none
@@ -165,11 +167,17 @@ impl Compiler<'_> {
             if n == NUM_SMS {
                 return Some(Binding::Const(self.limits.sm_count as i64));
             }
+            if let Some(t) = self.tables.get(n) {
+                return Some(Binding::Table(t.clone()));
+            }
             if names == Names::Params {
                 return None;
             }
             if let Some((_, s)) = self.scope.iter().rev().find(|(v, _)| v == n) {
                 return Some(Binding::Slot(*s));
+            }
+            if names == Names::Table {
+                return None;
             }
             slot::BUILTINS
                 .iter()
@@ -179,14 +187,19 @@ impl Compiler<'_> {
         Code::compile(&e.ast, &mut resolve).map_err(|err| {
             let unknown = match err {
                 CompileError::UnknownName(n) => n,
-                CompileError::TooDeep => {
+                CompileError::TooDeep
+                | CompileError::TableWithoutIndex(_)
+                | CompileError::NotATable(_) => {
                     return self.err(Some(e.id), path, format!("{err}: `{}`", e.text))
                 }
             };
             let mut known: Vec<&str> = self.params.keys().map(String::as_str).collect();
             known.push(NUM_SMS);
+            known.extend(self.tables.keys().map(String::as_str));
             if names != Names::Params {
                 known.extend(self.scope.iter().map(|(v, _)| v.as_str()));
+            }
+            if names == Names::Program || names == Names::Lanes {
                 known.extend(
                     slot::BUILTINS
                         .iter()
@@ -226,13 +239,15 @@ impl Compiler<'_> {
             }
         })?;
         code.as_const().ok_or_else(|| {
+            // A constant index outside its table is named as such; the code reads no slot.
+            let why = match code.eval(&[]) {
+                Err(err @ crate::expr::EvalError::Index { .. }) => format!(": {err}"),
+                _ => " (division by zero or overflow)".to_string(),
+            };
             self.err(
                 Some(e.id),
                 path,
-                format!(
-                    "{what} `{}` cannot be evaluated (division by zero or overflow)",
-                    e.text
-                ),
+                format!("{what} `{}` cannot be evaluated{why}", e.text),
             )
         })
     }
@@ -372,13 +387,14 @@ impl Compiler<'_> {
     /// Allocates a run-time slot for a new variable `var` visible in the current block.
     pub(super) fn bind(&mut self, var: &str, path: &str) -> Result<u16, Diagnostic> {
         if self.params.contains_key(var)
+            || self.tables.contains_key(var)
             || var == NUM_SMS
             || slot::BUILTINS.iter().any(|(b, _)| *b == var)
             || self.scope.iter().any(|(v, _)| v == var)
         {
             return Err(Diagnostic::new(
                 self.file,
-                format!("variable `{var}` shadows a parameter, a built-in, `{NUM_SMS}` or a variable in scope"),
+                format!("variable `{var}` shadows a parameter, a table, a built-in, `{NUM_SMS}` or a variable in scope"),
             )
             .in_path(path));
         }

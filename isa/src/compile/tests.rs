@@ -515,3 +515,184 @@ fn a_swizzle_is_a_tma_mode_that_fits_the_rows_and_aligns_the_buffer() {
          columns of them)"
     );
 }
+
+/// `BASE` with `tables` before its kernel and `launches` as the kernel's first field.
+fn with_tables(tables: &str, launches: &str) -> String {
+    BASE.replace(
+        "kernel: Kernel(\n",
+        &format!("tables: [{tables}],\nkernel: Kernel(\n    {launches}\n"),
+    )
+}
+
+fn compile_all(src: &str, sets: &[(&str, i64)]) -> Result<Vec<program::Kernel>, Diagnostic> {
+    let s = crate::parse("t.ron", src)?;
+    let sets: Vec<(String, i64)> = sets.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    compile_sequence(&s, &sets, &h100(), "t.ron", src)
+}
+
+const ZIPF: &str =
+    r#"Zipf(name: "hits", len: 8, draws: 1000, picks: 2, exponent: "s", seed: "seed"),"#;
+
+#[test]
+fn tables_are_lists_prefix_sums_and_seeded_zipf_counts() {
+    let src = with_tables(
+        &format!(
+            r#"List(name: "sq", len: 4, var: "i", value: "i * i + n"),
+            Prefix(name: "end", len: 4, var: "i", value: "sq[i] - n"),
+            {}"#,
+            ZIPF.replace("\"s\"", "100")
+                .replace("\"seed\"", "\"stages\"")
+        ),
+        "grid: \"end[3] - 10 + sq[0] / n\",",
+    );
+    let k = try_compile(&src, &[]).unwrap();
+    assert_eq!(k.tables["sq"], [128, 129, 132, 137]);
+    assert_eq!(k.tables["end"], [0, 1, 5, 14]);
+    assert_eq!(k.grid, 5);
+    let hits = &k.tables["hits"];
+    assert_eq!(hits.iter().sum::<i64>(), 2000);
+    // No draw picks an item twice; the most weighted item is picked most.
+    assert!(hits.iter().all(|&h| h <= 1000), "{hits:?}");
+    assert_eq!(hits.iter().max(), Some(&hits[0]));
+    // Same seed, same table; another seed, another table.
+    assert_eq!(&try_compile(&src, &[]).unwrap().tables["hits"], hits);
+    assert_ne!(
+        &try_compile(&src, &[("stages", 5)]).unwrap().tables["hits"],
+        hits
+    );
+}
+
+#[test]
+fn zipf_counts_follow_the_exponent() {
+    // Exponent 0: every item equally likely; 1.0: item i about (i + 1) times rarer as a first
+    // pick; 3.0: most draws take items 0 and 1.
+    let flat = zipf_counts(8, 4000, 1, 0.0, 7);
+    assert!(flat.iter().all(|&c| (400..600).contains(&c)), "{flat:?}");
+    let zipf = zipf_counts(8, 4000, 1, 1.0, 7);
+    assert!((1400..1750).contains(&zipf[0]), "{zipf:?}");
+    assert!(zipf.windows(2).all(|w| w[0] >= w[1] - 60), "{zipf:?}");
+    let steep = zipf_counts(8, 4000, 2, 3.0, 7);
+    assert!(steep[0] > 3900 && steep[1] > 2400, "{steep:?}");
+    assert_eq!(steep.iter().sum::<i64>(), 8000);
+    assert_eq!(zipf_counts(8, 4000, 2, 3.0, 7), steep);
+}
+
+#[test]
+fn table_errors_name_the_table_and_point_at_the_expression() {
+    let e = try_compile(
+        &with_tables(
+            r#"List(name: "sq", len: 4, var: "i", value: "i * nn"),"#,
+            "",
+        ),
+        &[],
+    )
+    .unwrap_err();
+    assert!(
+        e.message
+            .starts_with("unknown name `nn` in expression `i * nn` (did you mean `n`?)"),
+        "{}",
+        e.message
+    );
+    assert_eq!(e.path.as_deref(), Some("tables[0] `sq`"));
+    assert_eq!(e.pos.map(|p| p.0), Some(5));
+    // Built-ins are the warps'; a table is computed before any runs.
+    let e = try_compile(
+        &with_tables(
+            r#"List(name: "sq", len: 4, var: "i", value: "i * warp"),"#,
+            "",
+        ),
+        &[],
+    )
+    .unwrap_err();
+    assert!(
+        e.message.starts_with("unknown name `warp`"),
+        "{}",
+        e.message
+    );
+    let e = try_compile(
+        &with_tables(r#"Prefix(name: "n", len: 4, var: "i", value: "i"),"#, ""),
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.message,
+        "table `n` shadows a parameter, a table above it, a built-in or `num_sms`; rename it"
+    );
+    let e = try_compile(
+        &with_tables(r#"List(name: "sq", len: 0, var: "i", value: "i"),"#, ""),
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(e.message, "table length is 0 (`0`); expected 1..=65536");
+    let e = try_compile(
+        &with_tables(
+            r#"List(name: "sq", len: 4, var: "i", value: "n / (i - 2)"),"#,
+            "",
+        ),
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.message,
+        "entry 2 (`i` = 2) of `n / (i - 2)`: division by zero"
+    );
+    let zipf = ZIPF.replace("\"s\"", "100").replace("\"seed\"", "1");
+    let e = try_compile(&with_tables(&zipf.replace("picks: 2", "picks: 9"), ""), &[]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "picks per draw (at most len) is 9 (`9`); expected 1..=8"
+    );
+    let src = with_tables(&zipf, "grid: \"hits[8]\",");
+    let e = try_compile(&src, &[]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "grid (CTAs) `hits[8]` cannot be evaluated: index 8 of table `hits` is out of range: it has 8 entries"
+    );
+    let e = try_compile(
+        &with_tables(
+            r#"List(name: "sq", len: 4, var: "i", value: "i"),"#,
+            "grid: \"sq\",",
+        ),
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(e.message, "`sq` is a table: read an entry as `sq[i]`: `sq`");
+}
+
+#[test]
+fn launches_compile_the_kernel_once_per_value() {
+    let src = with_tables(
+        r#"List(name: "ctas", len: 3, var: "i", value: "2 * i + 1"),"#,
+        r#"launches: Launches(var: "e", count: "stages - 1"), grid: "ctas[e]","#,
+    );
+    let ks = compile_all(&src, &[]).unwrap();
+    let got: Vec<(&str, u32, i64)> = ks
+        .iter()
+        .map(|k| (k.kernel_name.as_str(), k.grid, k.params["e"]))
+        .collect();
+    assert_eq!(got, [("t e=0", 1, 0), ("t e=1", 3, 1), ("t e=2", 5, 2)]);
+    // The single-kernel entry point compiles the first launch.
+    assert_eq!(try_compile(&src, &[]).unwrap().kernel_name, "t e=0");
+    let e = compile_all(&src, &[("stages", 1)]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "the scenario launches no kernel: every kernel's `launches` count is 0"
+    );
+    let e = try_compile(&src, &[("stages", 1)]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "the launch count is 0: the kernel is never launched"
+    );
+    assert_eq!(e.path.as_deref(), Some("kernel.launches"));
+    let e = compile_all(&src.replace("var: \"e\"", "var: \"n\""), &[]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "variable `n` shadows a parameter, a table, a built-in, `num_sms` or a variable in scope"
+    );
+    assert_eq!(e.path.as_deref(), Some("kernel.launches"));
+    let e = compile_all(&src, &[("stages", 2000)]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "launch count is 1999 (`stages - 1`); expected 0..=1024"
+    );
+}

@@ -15,6 +15,12 @@ pub enum EvalError {
     /// Only while folding constants: [`Code::compile`] rejects a deeper expression as a whole.
     #[error("more than {MAX_DEPTH} pending operands")]
     TooDeep,
+    #[error("index {index} of table `{table}` is out of range: it has {len} entries")]
+    Index {
+        table: String,
+        index: i64,
+        len: usize,
+    },
 }
 
 /// The deepest evaluation stack an expression may need; [`Code::compile`] rejects deeper ones,
@@ -52,12 +58,12 @@ impl Code {
             Node::Slot(s) => Some(env[s as usize]),
             _ => None,
         };
-        if let [a, b, Node::Bin(op)] = self.nodes.as_slice() {
+        if let [a, b, Node::Bin(op)] = &*self.nodes {
             if let (Some(a), Some(b)) = (operand(a), operand(b)) {
                 return apply(*op, a, b);
             }
         }
-        match self.nodes.as_slice() {
+        match &*self.nodes {
             [Node::Const(v)] => Ok(*v),
             nodes if nodes.len() <= SHORT => self.run::<SHORT>(env),
             _ => self.run::<MAX_DEPTH>(env),
@@ -100,9 +106,28 @@ impl Code {
                     let a = stack.pop().unwrap_or_default();
                     stack.push((a != 0) as i64)?;
                 }
+                Node::Index(t) => {
+                    let i = stack.pop().unwrap_or_default();
+                    stack.push(self.entry(t, i)?)?;
+                }
             }
         }
         Ok(stack.pop().unwrap_or_default())
+    }
+}
+
+impl Code {
+    /// Entry `i` of the code's table `t`.
+    pub(super) fn entry(&self, t: u16, i: i64) -> Result<i64, EvalError> {
+        let table = &self.tables[t as usize];
+        usize::try_from(i)
+            .ok()
+            .and_then(|i| table.values.get(i).copied())
+            .ok_or_else(|| EvalError::Index {
+                table: table.name.clone(),
+                index: i,
+                len: table.values.len(),
+            })
     }
 }
 

@@ -150,6 +150,17 @@ impl Code {
                     }
                 }
                 Node::Jump(t) => pc = t as usize,
+                Node::Index(t) => {
+                    let top = stack.get_mut(n.checked_sub(1)?)?;
+                    match *top {
+                        Val::Uniform(i) => *top = Val::Uniform(self.entry(t, i).ok()?),
+                        Val::Varying(r) => {
+                            for v in &mut rows.rows[r as usize] {
+                                *v = self.entry(t, *v).ok()?;
+                            }
+                        }
+                    }
+                }
                 Node::Truth => {
                     let top = stack.get_mut(n.checked_sub(1)?)?;
                     match *top {

@@ -3,7 +3,8 @@
 //!
 //! C operator precedence, 64-bit signed arithmetic, checked: overflow, division by zero and
 //! out-of-range shifts are evaluation errors, never panics or silent wrap-around.
-//! Functions: `min(a, b)`, `max(a, b)`, `cdiv(a, b)` (ceiling division).
+//! Functions: `min(a, b)`, `max(a, b)`, `cdiv(a, b)` (ceiling division). `name[i]` reads entry
+//! `i` of a scenario's integer table.
 //!
 //! - [`parser`]: text to an [`Ast`] (nom);
 //! - [`code`]: an [`Ast`] with its names resolved to postfix [`Code`], constants folded;
@@ -17,7 +18,7 @@ mod parser;
 #[cfg(test)]
 mod tests;
 
-pub use code::{Binding, Code, CompileError};
+pub use code::{Binding, Code, CompileError, Table};
 pub use eval::{EvalError, MAX_DEPTH};
 pub use parser::{parse, parse_ref, ParseError, RefAst, MAX_LEN, MAX_NESTING};
 
@@ -63,6 +64,8 @@ pub enum Ast {
     Unary(UnOp, Box<Ast>),
     Binary(BinOp, Box<Ast>, Box<Ast>),
     Cond(Box<Ast>, Box<Ast>, Box<Ast>),
+    /// `name[index]`: an entry of a table.
+    Index(String, Box<Ast>),
 }
 
 impl fmt::Display for Ast {
@@ -85,6 +88,7 @@ impl fmt::Display for Ast {
                 _ => write!(f, "({a} {} {b})", symbol(*op)),
             },
             Ast::Cond(c, a, b) => write!(f, "({c} ? {a} : {b})"),
+            Ast::Index(n, i) => write!(f, "{n}[{i}]"),
         }
     }
 }

@@ -1,5 +1,5 @@
 //! The expression parser (nom): C precedence levels, `?:`, the functions `min`, `max`, `cdiv`,
-//! and `name[index]` references.
+//! `name[index]` table entries, and `name[index]` references.
 
 use super::{Ast, BinOp, UnOp};
 use nom::{
@@ -41,7 +41,13 @@ fn call_or_name(i: &str) -> IResult<&str, Ast> {
         ws(char(')')),
     ))(i)?;
     match args {
-        None => Ok((i, Ast::Name(name.to_string()))),
+        None => {
+            let (i, index) = opt(delimited(ws(char('[')), expr_ast, ws(char(']'))))(i)?;
+            Ok(match index {
+                None => (i, Ast::Name(name.to_string())),
+                Some(index) => (i, Ast::Index(name.to_string(), Box::new(index))),
+            })
+        }
         Some(args) => {
             let op = match name {
                 "min" => BinOp::Min,
@@ -217,7 +223,7 @@ fn expr_ast(i: &str) -> IResult<&str, Ast> {
 /// Why an expression's text does not parse.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
-    #[error("cannot parse expression `{text}` at character {offset}: expected an integer, a name, `min(a, b)`, `max(a, b)`, `cdiv(a, b)` or a parenthesized expression joined by C operators")]
+    #[error("cannot parse expression `{text}` at character {offset}: expected an integer, a name, a table entry `name[i]`, `min(a, b)`, `max(a, b)`, `cdiv(a, b)` or a parenthesized expression joined by C operators")]
     Syntax { text: String, offset: usize },
     #[error("the expression nests more than {MAX_NESTING} levels deep (parentheses, function calls, unary operators and `?:` each open one) at character {offset}")]
     TooDeep { offset: usize },

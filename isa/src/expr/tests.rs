@@ -219,3 +219,68 @@ fn a_warp_at_once_matches_lane_by_lane() {
         assert_eq!(compile(text).eval_lanes(&env, 0), None, "{text}");
     }
 }
+
+/// `text` with `t` bound to the table `[5, 7, 11]` and `j` to slot 0.
+fn with_table(text: &str) -> Result<Code, CompileError> {
+    let t = std::sync::Arc::new(Table {
+        name: "t".into(),
+        values: vec![5, 7, 11],
+    });
+    Code::compile(&parse(text).unwrap(), &mut |n| match n {
+        "t" => Some(Binding::Table(t.clone())),
+        "j" => Some(Binding::Slot(0)),
+        "p" => Some(Binding::Const(2)),
+        _ => None,
+    })
+}
+
+#[test]
+fn table_entries_fold_read_and_check_their_index() {
+    assert_eq!(
+        parse("t[j + 1] * 2").unwrap().to_string(),
+        "(t[(j + 1)] * 2)"
+    );
+    // A constant index folds to the entry; a run-time one reads the table.
+    assert_eq!(with_table("t[p] + t[0]").unwrap().as_const(), Some(16));
+    let code = with_table("t[j] + t[t[0] - 5 + j / 2]").unwrap();
+    assert_eq!(code.eval(&[1]), Ok(7 + 5));
+    assert_eq!(code.eval(&[2]), Ok(11 + 7));
+    assert_eq!(
+        code.eval(&[3]).unwrap_err().to_string(),
+        "index 3 of table `t` is out of range: it has 3 entries"
+    );
+    assert_eq!(
+        with_table("t[-1]")
+            .unwrap()
+            .eval(&[0])
+            .unwrap_err()
+            .to_string(),
+        "index -1 of table `t` is out of range: it has 3 entries"
+    );
+    assert_eq!(
+        with_table("t + 1").unwrap_err().to_string(),
+        "`t` is a table: read an entry as `t[i]`"
+    );
+    assert_eq!(
+        with_table("p[0]").unwrap_err().to_string(),
+        "`p` is not a table, so `p[...]` has no entries"
+    );
+    assert_eq!(
+        with_table("q[0]").unwrap_err(),
+        CompileError::UnknownName("q".into())
+    );
+    // Per lane: an index that varies with the lane, and one that does not.
+    let lanes = Code::compile(&parse("t[j % 3] + t[1]").unwrap(), &mut |n| match n {
+        "t" => Some(Binding::Table(std::sync::Arc::new(Table {
+            name: "t".into(),
+            values: vec![5, 7, 11],
+        }))),
+        "j" => Some(Binding::Slot(0)),
+        _ => None,
+    })
+    .unwrap();
+    let all = lanes.eval_lanes(&[0], 0).unwrap();
+    for (l, v) in all.iter().enumerate() {
+        assert_eq!(*v, [5, 7, 11][l % 3] + 7);
+    }
+}

@@ -108,6 +108,7 @@ mod tests {
             kernel_name: "k".into(),
             gpu: "h100-sxm".into(),
             params: Default::default(),
+            tables: Default::default(),
             grid: 1,
             cluster: 1,
             regs_per_thread: regs,

@@ -168,7 +168,7 @@ impl Report {
 }
 
 impl SequenceReport {
-    /// A sequence's rows: its cycles and time, then each kernel's place and its report's rows,
+    /// A sequence's rows: its cycles, time and tensor load, then each kernel's place and its report's rows,
     /// their pointers into the sequence's `--json` object (`/kernels/1/report/cycles`).
     pub fn rows(&self) -> Vec<Row> {
         let row = |metric: String, value: String, unit| Row {
@@ -183,6 +183,11 @@ impl SequenceReport {
                 "/time_us".into(),
                 Value::from(self.time_us).to_string(),
                 "us",
+            ),
+            row(
+                "/tensor_load".into(),
+                Value::from(self.tensor_load).to_string(),
+                "fraction",
             ),
         ];
         for (i, k) in self.kernels.iter().enumerate() {

@@ -31,6 +31,9 @@ pub struct Report {
     pub gpu: String,
     pub seed: u64,
     pub params: BTreeMap<String, i64>,
+    /// The scenario's tables (left out when it has none).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tables: BTreeMap<String, Vec<i64>>,
     /// SMs that ran at least one CTA (unit busy fractions are averaged over them).
     pub sms: u32,
     /// SMs of the GPU.
@@ -430,6 +433,7 @@ impl Report {
             gpu: p.name.clone(),
             seed,
             params: k.params.clone(),
+            tables: k.tables.clone(),
             sms: s.sms_used,
             sms_total: p.sm.count,
             ctas: k.grid,

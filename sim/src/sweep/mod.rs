@@ -11,6 +11,7 @@ use crate::analytic::fmt::{grouped, Table};
 use crate::observe::diagnosis::diagnose;
 use crate::observe::report::Report;
 use crate::run::{self, RunOptions};
+use crate::sequence::{self, SequenceReport};
 use cache::Cache;
 use rayon::prelude::*;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -165,30 +166,50 @@ impl Metrics {
     pub fn of(report: &Report) -> Metrics {
         let value = serde_json::json!({ "report": report });
         let binding = diagnose(&value).and_then(|d| d.binding.map(|b| b.unit.to_string()));
-        let mut states: BTreeMap<&str, u64> = BTreeMap::new();
-        for role in report.roles.values() {
-            for (state, cycles) in &role.states {
-                *states.entry(state).or_default() += cycles;
-            }
-        }
-        // The first of the largest wins a tie (states by name), so the choice is stable.
-        let top_stall = states
-            .into_iter()
-            .filter(|&(s, c)| s != "selected" && c > 0)
-            .fold(None::<(&str, u64)>, |best, (s, c)| match best {
-                Some((_, b)) if b >= c => best,
-                _ => Some((s, c)),
-            })
-            .map(|(s, _)| s.to_string());
         Metrics {
             cycles: report.cycles,
             time_us: report.time_us,
             tflops: report.tflops,
             dram_gbs: report.dram.bandwidth_gbs,
             binding,
-            top_stall,
+            top_stall: top_stall([report]),
         }
     }
+
+    /// A sequence's figures: its cycles and time (launch gaps included), the rates over that
+    /// time, the binding unit of its longest kernel, and the top state of all its warps.
+    pub fn of_sequence(s: &SequenceReport) -> Metrics {
+        let reports = || s.kernels.iter().map(|k| &k.report);
+        let longest = reports().max_by_key(|r| r.cycles);
+        let per_us = |x: f64| if s.time_us > 0.0 { x / s.time_us } else { 0.0 };
+        Metrics {
+            cycles: s.cycles,
+            time_us: s.time_us,
+            tflops: per_us(reports().map(|r| r.tflops * r.time_us).sum()),
+            dram_gbs: per_us(reports().map(|r| r.dram.bandwidth_gbs * r.time_us).sum()),
+            binding: longest.and_then(|r| Metrics::of(r).binding),
+            top_stall: top_stall(reports()),
+        }
+    }
+}
+
+/// The state, `selected` aside, in which the warps of `reports` spent most cycles.
+fn top_stall<'a>(reports: impl IntoIterator<Item = &'a Report>) -> Option<String> {
+    let mut states: BTreeMap<&str, u64> = BTreeMap::new();
+    for role in reports.into_iter().flat_map(|r| r.roles.values()) {
+        for (state, cycles) in &role.states {
+            *states.entry(state).or_default() += cycles;
+        }
+    }
+    // The first of the largest wins a tie (states by name), so the choice is stable.
+    states
+        .into_iter()
+        .filter(|&(s, c)| s != "selected" && c > 0)
+        .fold(None::<(&str, u64)>, |best, (s, c)| match best {
+            Some((_, b)) if b >= c => best,
+            _ => Some((s, c)),
+        })
+        .map(|(s, _)| s.to_string())
 }
 
 /// A point's result: its figures, or the error that stopped it (validation, a shared-memory
@@ -304,7 +325,7 @@ pub fn read_scenario(path: &std::path::Path) -> Result<(String, String), SweepEr
 }
 
 /// Simulates one point: compiles the scenario with its parameters, then takes the cached
-/// result or simulates. Any failure is the row's error.
+/// result or simulates its kernel, or its kernels as a sequence (`then`, `launches`). Any failure is the row's error.
 pub fn simulate_point(
     file: &str,
     source: &str,
@@ -314,16 +335,20 @@ pub fn simulate_point(
     cache: Option<&Cache>,
 ) -> Outcome {
     let run_opts = opts.run_options(sets, seed);
-    let (kernel, preset) = run::load_source(file, source, &run_opts).map_err(|e| e.to_string())?;
+    let (kernels, preset, launch) =
+        run::load_sequence_source(file, source, &run_opts).map_err(|e| e.to_string())?;
     let key = cache.map(|_| cache::key(&preset.name, source, &run_opts));
     if let (Some(c), Some(k)) = (cache, &key) {
         if let Some(hit) = c.get(k) {
             return hit;
         }
     }
-    let outcome = run::simulate(file, &kernel, &preset, &run_opts)
-        .map(|r| Metrics::of(&r))
-        .map_err(|e| e.to_string());
+    let outcome = match &kernels[..] {
+        [kernel] => run::simulate(file, kernel, &preset, &run_opts).map(|r| Metrics::of(&r)),
+        _ => sequence::simulate(file, &kernels, &preset, launch, &run_opts)
+            .map(|s| Metrics::of_sequence(&s)),
+    }
+    .map_err(|e| e.to_string());
     if let (Some(c), Some(k)) = (cache, &key) {
         // The cache only saves time: a point it cannot keep is simulated again next time.
         if let Err(e) = c.put(k, &outcome) {
