@@ -234,3 +234,41 @@ fn every_config_of_a_triton_grid_runs_or_is_refused_for_memory_or_registers() {
     }
     assert_eq!((ran, smem, regs), (83, 6, 19));
 }
+
+/// `tile_auto`: the kernel-selection rule picks the largest tile whose grid fills 90% of the
+/// SMs. A skinny M of 64 or 128 then runs 64 x 32 or 64 x 64 tiles on 128 of the 132 SMs,
+/// where the default 128 x 256 tile leaves all but 16 idle; a square 4096³ keeps 128 x 256 x 8
+/// warps. The summary prints the choice.
+#[test]
+fn tile_auto_spreads_a_skinny_gemm_over_the_sms() {
+    let chosen = |pairs: &[(&str, i64)]| {
+        let (k, _) = run::load(&scenario("gemm_pipelined"), &sets(pairs)).unwrap();
+        (k.params["bm"], k.params["bn"], k.params["num_warps"])
+    };
+    assert_eq!(chosen(&[("tile_auto", 1)]), (128, 256, 8));
+    assert_eq!(
+        chosen(&shape(1024, 1024, 4096, &[("tile_auto", 1)])),
+        (64, 128, 4)
+    );
+    for (m, bn) in [(64, 32), (128, 64)] {
+        let auto = run("gemm_pipelined", &shape(m, 4096, 4096, &[("tile_auto", 1)]));
+        let fixed = run("gemm_pipelined", &shape(m, 4096, 4096, &[]));
+        assert_eq!(
+            (auto.params["bm"], auto.params["bn"], auto.sms),
+            (64, bn, 128)
+        );
+        assert_eq!(fixed.sms, 16);
+        assert!(
+            fixed.cycles > 2 * auto.cycles,
+            "M = {m}: {} cycles fixed, {} auto",
+            fixed.cycles,
+            auto.cycles
+        );
+        assert!(
+            auto.summary()
+                .contains(&format!("  derived     bm 64, bn {bn}, num_warps 4\n")),
+            "{}",
+            auto.summary()
+        );
+    }
+}

@@ -61,6 +61,9 @@ pub struct Kernel {
     pub kernel_name: String,
     pub gpu: String,
     pub params: BTreeMap<String, i64>,
+    /// The parameters the scenario derives from others (written as expressions), in name
+    /// order: the summary shows what they came to.
+    pub derived: Vec<String>,
     /// The scenario's tables (`tables`), by name.
     pub tables: BTreeMap<String, Vec<i64>>,
     pub grid: u32,

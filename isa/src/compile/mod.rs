@@ -27,7 +27,7 @@ pub use tables::{zipf_counts, MAX_TABLE_LEN, MAX_ZIPF_WORK};
 use crate::diag::Diagnostic;
 use crate::expr::Table;
 use crate::program::{self, Op};
-use crate::scenario::{Kernel, Scenario};
+use crate::scenario::{Kernel, ParamValue, Scenario};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -331,6 +331,12 @@ impl<'a> Compiler<'a> {
             kernel_name,
             gpu: s.gpu.clone(),
             params: self.params.clone(),
+            derived: s
+                .params
+                .iter()
+                .filter(|(_, v)| matches!(v, ParamValue::Derived(_)))
+                .map(|(k, _)| k.clone())
+                .collect(),
             tables: self
                 .tables
                 .iter()

@@ -108,6 +108,7 @@ mod tests {
             kernel_name: "k".into(),
             gpu: "h100-sxm".into(),
             params: Default::default(),
+            derived: vec![],
             tables: Default::default(),
             grid: 1,
             cluster: 1,

@@ -31,6 +31,10 @@ pub struct Report {
     pub gpu: String,
     pub seed: u64,
     pub params: BTreeMap<String, i64>,
+    /// The parameters derived from others, with their values (in `params` too; the summary's
+    /// `derived` line).
+    #[serde(skip)]
+    pub derived: BTreeMap<String, i64>,
     /// The scenario's tables (left out when it has none).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub tables: BTreeMap<String, Vec<i64>>,
@@ -433,6 +437,11 @@ impl Report {
             gpu: p.name.clone(),
             seed,
             params: k.params.clone(),
+            derived: k
+                .derived
+                .iter()
+                .filter_map(|name| Some((name.clone(), *k.params.get(name)?)))
+                .collect(),
             tables: k.tables.clone(),
             sms: s.sms_used,
             sms_total: p.sm.count,
@@ -564,6 +573,14 @@ impl Report {
             self.waves,
             self.seed
         );
+        if !self.derived.is_empty() {
+            let values: Vec<String> = self
+                .derived
+                .iter()
+                .map(|(name, v)| format!("{name} {v}"))
+                .collect();
+            let _ = writeln!(o, "  derived     {}", values.join(", "));
+        }
         if let Some(c) = &self.clusters {
             let _ = writeln!(
                 o,
