@@ -976,3 +976,41 @@ fn a_mix_interleaves_its_pipes_and_own_pipe_waits_are_stall_counts() {
         ],
     );
 }
+
+/// `Fence` holds the warp until its global stores are acknowledged: a store then 200
+/// dependent-free FMAs take the store's round trip longer with the fence between them.
+#[test]
+fn a_fence_waits_for_the_warps_stores() {
+    let text = |fence: &str| {
+        format!(
+            r#"Scenario(
+    name: "fence",
+    gpu: "h100-sxm",
+    kernel: Kernel(
+        regs_per_thread: 32,
+        tensors: [Tensor(name: "X", dtype: F32, shape: [32])],
+        roles: [Role(name: "w", regs: 32, program: [
+            StGlobal(tensor: "X", addr: "lane * 4"),
+            {fence}
+            Fma(200),
+        ])],
+    ),
+)"#
+        )
+    };
+    let cycles = |fence: &str| {
+        let path = temp_scenario(&format!("fence{}.ron", fence.len()), &text(fence));
+        let (kernel, preset) = run::load(&path, &sets(&[])).unwrap();
+        Engine::new(&kernel, &preset, Config::default())
+            .run()
+            .unwrap()
+            .cycles
+    };
+    let (with, without) = (cycles("Fence,"), cycles(""));
+    // 200 FMAs at one a cycle or two outlast the store alone; after the fence they start
+    // only when its round trip through L2 (hundreds of cycles) is back.
+    assert!(
+        with > without + 200,
+        "with a fence {with}, without {without}"
+    );
+}

@@ -272,3 +272,57 @@ fn tile_auto_spreads_a_skinny_gemm_over_the_sms() {
         );
     }
 }
+
+/// Stream-K on 133 tiles of 128 x 256 over 132 SMs: the data-parallel grid's second round
+/// runs one tile, stream-K splits the k-blocks evenly and fixes up the split tiles through the
+/// workspace and flags. Both do every FLOP once and write C once.
+#[test]
+fn stream_k_beats_a_second_round_of_one_tile() {
+    let size = [("k", 2048)];
+    let run_k = |streamk| {
+        run(
+            "gemm_streamk",
+            &[&size[..], &[("streamk", streamk)]].concat(),
+        )
+    };
+    let (sk, dp) = (run_k(1), run_k(0));
+    assert_eq!((sk.ctas, dp.ctas, dp.waves), (132, 133, 2));
+    assert_eq!(sk.flops, dp.flops);
+    assert_eq!(sk.flops, 2 * 896 * 4864 * 2048);
+    let gain = dp.cycles as f64 / sk.cycles as f64;
+    assert!((1.2..1.6).contains(&gain), "stream-K gains {gain:.3}x");
+}
+
+/// A tile's owner waits for its flag: with no peer adding to it the run ends in a deadlock
+/// that names the counter; an index past the array is an error naming it.
+#[test]
+fn stream_k_flags_are_checked() {
+    let text = std::fs::read_to_string(scenario("gemm_streamk")).unwrap();
+    let add = r#"AtomicAdd(counter: "flags[t]", into: "old")"#;
+    assert!(text.contains(add));
+    let silent = common::temp_scenario(
+        "streamk_silent.ron",
+        &text.replace(
+            add,
+            r#"AtomicAdd(counter: "flags[t]", add: 0, into: "old")"#,
+        ),
+    );
+    let opts: RunOptions = sets(&[("k", 256)]);
+    let err = run::run_file(&silent, &opts).unwrap_err().to_string();
+    assert!(
+        err.contains("\n  CTA 32 warp consumer0.w0 at role `consumer`: program[3] loop(s).body[6] if.else[1] if.then[0] if.then[0] wait counter: spins until counter flags[33] reaches 1; it is 0\n"),
+        "{err}"
+    );
+    let past = common::temp_scenario(
+        "streamk_past.ron",
+        &text.replace(
+            add,
+            r#"AtomicAdd(counter: "flags[t + mt * nt]", into: "old")"#,
+        ),
+    );
+    let err = run::run_file(&past, &opts).unwrap_err().to_string();
+    assert!(
+        err.contains("cycle 5634: CTA 99, warp consumer0.w0: counter index 232 is out of range: `flags` has 133 elements\n  = in role `consumer`: program[3] loop(s).body[6] if.then[3] if.then[0] atom.add"),
+        "{err}"
+    );
+}

@@ -950,6 +950,8 @@ fn small(name: &str) -> Vec<(String, i64)> {
         "gemm_ampere" => &[("m", 256), ("n", 256), ("k", 256)],
         // 88 tiles of 4 k-steps.
         "moe_grouped_gemm" => &[("k", 256)],
+        // 133 tiles of 4 k-blocks over 132 CTAs: ranges cross tiles, flags and fix-ups.
+        "gemm_streamk" => &[("k", 256)],
         // One CTA of 6 KV blocks.
         "fa3_pingpong" => &[("heads", 1), ("seqlen_q", 128), ("seqlen", 1056)],
         // 2 CTAs of 4 KV blocks.

@@ -77,7 +77,7 @@ pub struct Kernel {
     pub mbarrier_count: u32,
     /// Shared memory per CTA: buffers plus 8 bytes per mbarrier.
     pub smem_bytes: u64,
-    /// Global counters and their initial values.
+    /// Global counters and their initial values, arrays flattened (`flags[3]`).
     pub counters: Vec<(String, i64)>,
     /// Accumulator labels named by wgmma and compute instructions (`acc`).
     pub accs: Vec<String>,
@@ -145,6 +145,8 @@ pub enum IndexError {
     Slot { name: String, index: i64, len: u32 },
     #[error("mbarrier index {index} is out of range: `{name}` has {len} elements")]
     MBarrier { name: String, index: i64, len: u32 },
+    #[error("counter index {index} is out of range: `{name}` has {len} elements")]
+    Counter { name: String, index: i64, len: u32 },
 }
 
 #[derive(Clone, Debug)]
@@ -299,6 +301,15 @@ pub enum Op {
 #[derive(Clone, Debug)]
 pub struct BarRef {
     pub array: u16,
+    pub index: Code,
+}
+
+/// Element `index` of a counter array whose first element is flat counter `first` and which
+/// has `len` elements.
+#[derive(Clone, Debug)]
+pub struct CounterRef {
+    pub first: u16,
+    pub len: u32,
     pub index: Code,
 }
 
@@ -474,10 +485,17 @@ pub enum Inst {
     ClusterWait,
     /// Atomic add on global counter `counter`; the old value goes to `slot`.
     AtomicAdd {
-        counter: u16,
+        counter: CounterRef,
         add: Code,
         slot: u16,
     },
+    /// Blocks until global counter `counter` is at least `value`.
+    WaitCounter {
+        counter: CounterRef,
+        value: Code,
+    },
+    /// Waits for the warp's global stores to be acknowledged.
+    Fence,
     /// cp.async: per lane, `width` bytes from byte `src` of `tensor` to byte `addr` of `dst`.
     CpAsync {
         tensor: u16,

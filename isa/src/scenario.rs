@@ -354,13 +354,16 @@ pub struct Launches {
     pub count: Expr,
 }
 
-/// A global integer counter, `init` at kernel start, advanced by `AtomicAdd`.
+/// `count` global integer counters (`name[i]`; one without an index is `name[0]`), each
+/// `init` at kernel start, advanced by `AtomicAdd` and awaited by `WaitCounter`.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Counter {
     pub name: String,
     #[serde(default = "zero")]
     pub init: Expr,
+    #[serde(default = "one")]
+    pub count: Expr,
 }
 
 fn zero() -> Expr {
@@ -705,11 +708,20 @@ pub enum Instr {
     /// block. The CTA's first warp to reach its k-th `AtomicAdd` on a counter performs it; the
     /// CTA's other warps get the same value (one thread fetches, the CTA shares it).
     AtomicAdd {
-        counter: String,
+        counter: Ref,
         #[serde(default = "one")]
         add: Expr,
         into: String,
     },
+    /// Spins until global counter `counter` is at least `value` (a `ld.acquire.gpu` loop on a
+    /// flag, as stream-K's fix-up waits for its peers' partial tiles).
+    WaitCounter {
+        counter: Ref,
+        value: Expr,
+    },
+    /// `fence.acq_rel.gpu` (`__threadfence()`): the warp waits until its global stores are
+    /// acknowledged, so that a later `AtomicAdd` releases them.
+    Fence,
     /// Ampere `cp.async`: each lane copies `width` bytes (4, 8 or 16) from byte `src` of
     /// `tensor` to byte `addr` of the slot `dst`, asynchronously (both may use `lane`).
     CpAsync {
@@ -788,6 +800,8 @@ impl Instr {
             Instr::Assign { .. } => "assign",
             Instr::Break => "break",
             Instr::AtomicAdd { .. } => "atom.add",
+            Instr::WaitCounter { .. } => "wait counter",
+            Instr::Fence => "fence.acq_rel.gpu",
             Instr::CpAsync { .. } => "cp.async",
             Instr::CpAsyncCommit => "cp.async.commit_group",
             Instr::CpAsyncWait(_) => "cp.async.wait_group",

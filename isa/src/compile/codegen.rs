@@ -169,6 +169,11 @@ impl Compiler<'_> {
                 let slot = self.bind(into, path)?;
                 Inst::AtomicAdd { counter, add, slot }
             }
+            Instr::WaitCounter { counter, value } => Inst::WaitCounter {
+                counter: self.counter(counter, path)?,
+                value: self.code(value, Names::Program, path)?,
+            },
+            Instr::Fence => Inst::Fence,
             Instr::CpAsync {
                 tensor,
                 src,

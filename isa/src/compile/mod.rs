@@ -214,7 +214,7 @@ struct Compiler<'a> {
     accs: Vec<String>,
     /// The role being compiled: each accumulator label's widest wgmma N.
     role_accs: BTreeMap<u16, u32>,
-    counters: Vec<(String, i64)>,
+    counters: Vec<resources::CounterDecl>,
     tensors: Vec<program::TensorInfo>,
     buffers: Vec<program::BufferInfo>,
     mbarriers: Vec<program::MBarrierInfo>,
@@ -350,7 +350,7 @@ impl<'a> Compiler<'a> {
             mbarriers: std::mem::take(&mut self.mbarriers),
             mbarrier_count: layout.mbarrier_count,
             smem_bytes: layout.smem_bytes,
-            counters: std::mem::take(&mut self.counters),
+            counters: resources::flat_counters(&self.counters),
             accs: std::mem::take(&mut self.accs),
             roles,
             analytic,

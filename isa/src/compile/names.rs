@@ -5,7 +5,7 @@
 use super::Compiler;
 use crate::diag::Diagnostic;
 use crate::expr::{Ast, Binding, Code, CompileError};
-use crate::program::{slot, BarRef, SlotRef};
+use crate::program::{slot, BarRef, CounterRef, SlotRef};
 use crate::scenario::{Expr, ParamValue, Ref, Scenario};
 use std::collections::BTreeMap;
 
@@ -277,7 +277,7 @@ impl Compiler<'_> {
         let taken = self.tensors.iter().any(|t| t.name == name)
             || self.buffers.iter().any(|b| b.name == name)
             || self.mbarriers.iter().any(|m| m.name == name)
-            || self.counters.iter().any(|(c, _)| c == name);
+            || self.counters.iter().any(|c| c.name == name);
         if taken {
             return Err(Diagnostic::new(
                 self.file,
@@ -354,9 +354,20 @@ impl Compiler<'_> {
         self.declared("tensor", name, known, path)
     }
 
-    pub(super) fn counter(&self, name: &str, path: &str) -> Result<u16, Diagnostic> {
-        let known = self.counters.iter().map(|(n, _)| n.as_str());
-        self.declared("counter", name, known, path)
+    /// The counter element `r` names.
+    pub(super) fn counter(&self, r: &Ref, path: &str) -> Result<CounterRef, Diagnostic> {
+        let arrays = self.counters.iter().map(|c| (c.name.as_str(), c.count));
+        let (array, index) = self.element(r, path, "counter", arrays)?;
+        let first: u32 = self.counters[..array as usize]
+            .iter()
+            .map(|c| c.count)
+            .sum();
+        Ok(CounterRef {
+            // At most MAX_COUNTERS elements are declared: the first fits 16 bits.
+            first: first as u16,
+            len: self.counters[array as usize].count,
+            index,
+        })
     }
 
     /// The position of `name` among the declared `known` names of a kind.

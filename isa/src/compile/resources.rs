@@ -14,6 +14,31 @@ pub(super) struct Layout {
     pub smem_bytes: u64,
 }
 
+/// The most global counters a kernel declares (all arrays together): counters are addressed
+/// by a 16-bit index, one 128-byte line each.
+const MAX_COUNTERS: u32 = 1 << 16;
+
+/// A declared counter array.
+pub(super) struct CounterDecl {
+    pub name: String,
+    pub init: i64,
+    pub count: u32,
+}
+
+/// The counters one by one, as the engine holds them: `name` alone, or `name[i]` for each
+/// element of an array.
+pub(super) fn flat_counters(decls: &[CounterDecl]) -> Vec<(String, i64)> {
+    decls
+        .iter()
+        .flat_map(|d| {
+            (0..d.count).map(move |i| match d.count {
+                1 => (d.name.clone(), d.init),
+                _ => (format!("{}[{i}]", d.name), d.init),
+            })
+        })
+        .collect()
+}
+
 impl Compiler<'_> {
     /// Declares the kernel's resources in file order and checks the CTA's shared memory.
     pub(super) fn declare(&mut self, k: &Kernel) -> Result<Layout, Diagnostic> {
@@ -88,11 +113,25 @@ impl Compiler<'_> {
             first += count;
         }
         let smem_bytes = smem.div_ceil(8) * 8 + 8 * first as u128;
+        let mut flat = 0u32;
         for (i, c) in k.counters.iter().enumerate() {
             let path = format!("{}.counters[{i}] `{}`", self.at, c.name);
             self.unique_name(&c.name, &path)?;
             let init = self.constant(&c.init, &path, "initial value")?;
-            self.counters.push((c.name.clone(), init));
+            let count = self.in_range(&c.count, &path, "counters", 1, MAX_COUNTERS as i64)? as u32;
+            if flat + count > MAX_COUNTERS {
+                return Err(Diagnostic::new(
+                    self.file,
+                    format!("the kernel declares more than {MAX_COUNTERS} counters in all"),
+                )
+                .in_path(path));
+            }
+            flat += count;
+            self.counters.push(CounterDecl {
+                name: c.name.clone(),
+                init,
+                count,
+            });
         }
         let smem_bytes = self.smem_limit(smem_bytes)?;
         Ok(Layout {

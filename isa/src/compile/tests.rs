@@ -696,3 +696,49 @@ fn launches_compile_the_kernel_once_per_value() {
         "launch count is 1999 (`stages - 1`); expected 0..=1024"
     );
 }
+
+#[test]
+fn counter_arrays_are_flattened_and_their_references_checked() {
+    let with = |counters: &str, instr: &str| {
+        BASE.replace(
+            "    mbarriers:",
+            &format!("    counters: [{counters}],\n    mbarriers:"),
+        )
+        .replace("WgmmaWait(0),", &format!("WgmmaWait(0), {instr},"))
+    };
+    let src = with(
+        r#"Counter(name: "next"), Counter(name: "flags", init: 2, count: "n / 64")"#,
+        r#"WaitCounter(counter: "flags[j % 2]", value: 3)"#,
+    );
+    let k = try_compile(&src, &[]).unwrap();
+    let names: Vec<(&str, i64)> = k.counters.iter().map(|(n, v)| (n.as_str(), *v)).collect();
+    assert_eq!(names, [("next", 0), ("flags[0]", 2), ("flags[1]", 2)]);
+    let e = try_compile(
+        &with(
+            r#"Counter(name: "flags", count: 2)"#,
+            r#"Fence, AtomicAdd(counter: "flags[2]", into: "x")"#,
+        ),
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.message,
+        "index 2 of `flags` is out of range: it has 2 elements"
+    );
+    let e = try_compile(&with(r#"Counter(name: "flags", count: 0)"#, "Fence"), &[]).unwrap_err();
+    assert!(e.message.contains("counters"), "{}", e.message);
+    let e = try_compile(
+        &with(
+            r#"Counter(name: "flags")"#,
+            r#"WaitCounter(counter: "flag", value: 1)"#,
+        ),
+        &[],
+    )
+    .unwrap_err();
+    assert!(
+        e.message
+            .starts_with("no counter named `flag` (did you mean `flags`?)"),
+        "{}",
+        e.message
+    );
+}

@@ -25,8 +25,16 @@ impl Engine<'_> {
     pub(crate) fn livelock(&self) -> SimError {
         let mut spinning = self.live_warps();
         let warps = spinning.len();
-        for ((name, _), value) in self.k.counters.iter().zip(&self.counters) {
+        // Arrays can be long: the first counters, then how many more.
+        const SHOWN: usize = 16;
+        for ((name, _), value) in self.k.counters.iter().zip(&self.counters).take(SHOWN) {
             spinning.push(format!("  atomic counter {name} = {value}"));
+        }
+        if self.counters.len() > SHOWN {
+            spinning.push(format!(
+                "  and {} more atomic counters",
+                self.counters.len() - SHOWN
+            ));
         }
         if self.next_block < self.k.grid {
             spinning.push(format!(
@@ -102,6 +110,20 @@ impl Engine<'_> {
                     "waits for wgmma groups ({} pending)",
                     w.wgmma_groups.len()
                 ),
+                State::LongScoreboard
+                    if self.counter_waiters.iter().flatten().any(|&(x, _)| x == id) =>
+                {
+                    let (c, value) = self
+                        .counter_waiters
+                        .iter()
+                        .enumerate()
+                        .find_map(|(c, ws)| ws.iter().find(|&&(x, _)| x == id).map(|&(_, v)| (c, v)))
+                        .expect("the guard found it");
+                    format!(
+                        "spins until counter {} reaches {value}; it is {}",
+                        self.k.counters[c].0, self.counters[c]
+                    )
+                }
                 State::Setmaxnreg => format!(
                     "waits in setmaxnreg.inc for registers ({} free in the CTA pool)",
                     cta.pool.free()

@@ -136,6 +136,7 @@ impl Engine<'_> {
                         wait_blocked: false,
                         after_tma_issue: false,
                         atomics: vec![0; k.counters.len()],
+                        stores_done: 0,
                         regs: k.regs_per_thread,
                         hold: None,
                         hold_pc: 0,

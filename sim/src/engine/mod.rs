@@ -155,6 +155,8 @@ pub struct Engine<'a> {
     pub(crate) sample_mem: (f64, f64),
     /// Global atomic counters, and where they live (after the tensors).
     pub(crate) counters: Vec<i64>,
+    /// Per counter, the warps spinning in `WaitCounter` and the value each waits for.
+    pub(crate) counter_waiters: Vec<Vec<(u32, i64)>>,
     pub(crate) counter_base: u64,
     /// Local memory (spilled registers) after the counters: one frame of `frame_stride` bytes
     /// per warp slot of the GPU (`crate::sm::local`).
@@ -285,6 +287,7 @@ impl<'a> Engine<'a> {
             sample_prev,
             sample_mem,
             counters: k.counters.iter().map(|(_, v)| *v).collect(),
+            counter_waiters: vec![Vec::new(); k.counters.len()],
             counter_base: next,
             local_base: (next + k.counters.len() as u64 * 128).div_ceil(4096) * 4096,
             frame_stride: k

@@ -4,7 +4,7 @@
 use super::error::Fault;
 use super::Engine;
 use isa::expr::Code;
-use isa::program::{lane_addresses, BarRef, LaneAddrs, SlotRef};
+use isa::program::{lane_addresses, BarRef, CounterRef, IndexError, LaneAddrs, SlotRef};
 
 impl Engine<'_> {
     pub(crate) fn eval(&self, w: u32, code: &Code) -> Result<i64, Fault> {
@@ -14,6 +14,21 @@ impl Engine<'_> {
     /// The flat (CTA-wide) index of an mbarrier reference.
     pub(crate) fn bar_index(&self, w: u32, b: &BarRef) -> Result<u32, Fault> {
         Ok(self.k.mbarriers[b.array as usize].flat(self.eval(w, &b.index)?)?)
+    }
+
+    /// The flat index of a counter reference's element.
+    pub(crate) fn counter_index(&self, w: u32, c: &CounterRef) -> Result<usize, Fault> {
+        let index = self.eval(w, &c.index)?;
+        if !(0..c.len as i64).contains(&index) {
+            let name = &self.k.counters[c.first as usize].0;
+            return Err(IndexError::Counter {
+                name: name.split('[').next().unwrap_or(name).to_string(),
+                index,
+                len: c.len,
+            }
+            .into());
+        }
+        Ok(c.first as usize + index as usize)
     }
 
     /// The byte offset of a slot in the CTA's shared memory.

@@ -288,6 +288,8 @@ impl Engine<'_> {
             Inst::Shared { store, .. } => self.shared_outcome(w, *store, at),
             Inst::Global { store, .. } => self.global_outcome(w, *store, at),
             Inst::CpAsync { .. } => self.global_outcome(w, false, at),
+            Inst::WaitCounter { counter, value } => self.wait_counter_outcome(w, counter, value)?,
+            Inst::Fence => self.fence_outcome(w),
             Inst::TmaStoreCommit
             | Inst::CpAsyncCommit
             | Inst::RegRead { .. }
@@ -464,9 +466,14 @@ impl Engine<'_> {
                 true
             }
             Inst::AtomicAdd { counter, add, slot } => {
-                self.issue_atomic_add(w, *counter, add, *slot)?;
+                self.issue_atomic_add(w, counter, add, *slot)?;
                 true
             }
+            Inst::WaitCounter { counter, .. } => {
+                self.issue_wait_counter(w, counter)?;
+                true
+            }
+            Inst::Fence => true,
             Inst::BarSync { id, threads } => {
                 self.issue_bar(w, id, *threads, true)?;
                 true

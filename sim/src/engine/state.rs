@@ -66,6 +66,8 @@ pub(crate) struct Warp {
 
     /// Per counter, how many `AtomicAdd`s this warp has executed.
     pub atomics: Vec<u32>,
+    /// When the warp's global stores so far are acknowledged (what a `Fence` waits for).
+    pub stores_done: u64,
     pub regs: u32,
     /// The instruction of the current state interval (for the trace).
     pub state_pc: u32,

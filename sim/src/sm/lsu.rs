@@ -15,7 +15,7 @@ use crate::memory::coalesce::{line_requests, sectors};
 use crate::observe::warp_state::State;
 use crate::sm::smem::wavefronts;
 use isa::expr::Code;
-use isa::program::SlotRef;
+use isa::program::{CounterRef, SlotRef};
 
 impl Engine<'_> {
     /// A global access waits for room in the L1's queue (`l1.queue` accesses waiting for the
@@ -98,8 +98,11 @@ impl Engine<'_> {
         }
         let done = if store { done } else { done.max(sent) };
         self.book_horizon(done);
-        if !store {
-            self.warps[w as usize].load_result(sb, done, State::LongScoreboard);
+        let warp = &mut self.warps[w as usize];
+        if store {
+            warp.stores_done = warp.stores_done.max(done);
+        } else {
+            warp.load_result(sb, done, State::LongScoreboard);
         }
         Ok(())
     }
@@ -138,6 +141,46 @@ impl Engine<'_> {
         Ok(())
     }
 
+    /// `WaitCounter`: ready once the counter holds `value`; until then the warp spins (an
+    /// `AtomicAdd` that gets it there wakes it).
+    pub(crate) fn wait_counter_outcome(
+        &mut self,
+        w: u32,
+        counter: &CounterRef,
+        value: &Code,
+    ) -> Result<Outcome, Fault> {
+        let c = self.counter_index(w, counter)?;
+        let value = self.eval(w, value)?;
+        if self.counters[c] >= value {
+            return Ok(Outcome::Ready);
+        }
+        let waiters = &mut self.counter_waiters[c];
+        if !waiters.iter().any(|&(x, _)| x == w) {
+            waiters.push((w, value));
+        }
+        Ok(Outcome::Blocked(State::LongScoreboard))
+    }
+
+    /// The poll that sees the counter's value: one read of its line.
+    pub(crate) fn issue_wait_counter(&mut self, w: u32, counter: &CounterRef) -> Result<(), Fault> {
+        let c = self.counter_index(w, counter)?;
+        let sm = self.warps[w as usize].sm;
+        let addr = self.counter_base + c as u64 * 128;
+        let ready = self.mem.read(sm, self.now, addr, 4, &mut self.rng);
+        let warp = &mut self.warps[w as usize];
+        warp.sync_until = warp.sync_until.max(ready);
+        warp.sync_state = State::LongScoreboard;
+        Ok(())
+    }
+
+    /// `Fence`: ready once the warp's global stores are acknowledged.
+    pub(crate) fn fence_outcome(&self, w: u32) -> Outcome {
+        match self.warps[w as usize].stores_done {
+            t if t > self.now => Outcome::StallUntil(State::LongScoreboard, t),
+            _ => Outcome::Ready,
+        }
+    }
+
     /// The k-th `AtomicAdd` of a CTA on a counter is performed once, by the CTA's first warp to
     /// reach it (one L2 round trip on the counter's line); the CTA's other warps get the same
     /// value and time, as when one thread fetches and the CTA shares it. The value lands in
@@ -145,11 +188,11 @@ impl Engine<'_> {
     pub(crate) fn issue_atomic_add(
         &mut self,
         w: u32,
-        counter: u16,
+        counter: &CounterRef,
         add: &Code,
         slot: u16,
     ) -> Result<(), Fault> {
-        let c = counter as usize;
+        let c = self.counter_index(w, counter)?;
         let add = self.eval(w, add)?;
         let (sm, cta) = (
             self.warps[w as usize].sm,
@@ -163,9 +206,21 @@ impl Engine<'_> {
                 let addr = self.counter_base + c as u64 * 128;
                 let ready = self.mem.write(sm, self.now, addr, 4, &mut self.rng);
                 let old = self.counters[c];
-                self.counters[c] = old.checked_add(add).ok_or(Fault::CounterOverflow)?;
+                let new = old.checked_add(add).ok_or(Fault::CounterOverflow)?;
+                self.counters[c] = new;
                 if add != 0 {
                     self.last_progress = self.now;
+                }
+                // A spinning warp's next poll sees the value: it reaches the L2 halfway
+                // through the atomic's round trip, and a poll then waits half a round trip on
+                // average for the spinner to issue it.
+                let seen = (self.now + ready) / 2;
+                let waiters = std::mem::take(&mut self.counter_waiters[c]);
+                let (woken, still): (Vec<_>, Vec<_>) =
+                    waiters.into_iter().partition(|&(_, v)| new >= v);
+                self.counter_waiters[c] = still;
+                for (waiter, _) in woken {
+                    self.wake_at(waiter, seen);
                 }
                 self.ctas[cta].atomics[c].push((old, ready));
                 (old, ready)

@@ -59,6 +59,8 @@ pub enum WalkError {
     NoCounter(usize),
     #[error("atomic counter overflow")]
     CounterOverflow,
+    #[error("counter index {0} is out of range: the array has {1} elements")]
+    CounterIndex(i64, u32),
 }
 
 impl WalkError {

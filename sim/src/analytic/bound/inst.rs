@@ -13,7 +13,9 @@ use crate::sm::pipes::{pipe_cycles, pipe_index};
 use crate::sm::tensor_core::Hgmma;
 use crate::{memory::coalesce, sm::smem, sm::tma};
 use isa::expr::Code;
-use isa::program::{lane_addresses, Inst, LaneAddrs, MixPipe, Pipe, SlotRef, MIX_PIPES};
+use isa::program::{
+    lane_addresses, CounterRef, Inst, LaneAddrs, MixPipe, Pipe, SlotRef, MIX_PIPES,
+};
 
 /// Which way a TMA box moves.
 #[derive(Clone, Copy)]
@@ -162,7 +164,7 @@ impl Walk<'_> {
                 Ok(1)
             }
             Inst::AtomicAdd { counter, add, slot } => {
-                let c = *counter as usize;
+                let c = self.counter(w, counter)?;
                 let init = self
                     .k
                     .counters
@@ -187,7 +189,15 @@ impl Walk<'_> {
                 }
                 Ok(1)
             }
+            // Only the poll that sees the value: the spinning before it is not demand.
+            Inst::WaitCounter { counter, .. } => {
+                let c = self.counter(w, counter)?;
+                let addr = self.counter_base + c as u64 * 128;
+                self.access(d, addr, 4, false);
+                Ok(1)
+            }
             Inst::TmaStoreCommit
+            | Inst::Fence
             | Inst::TmaStoreWait { .. }
             | Inst::Arrive { .. }
             | Inst::ArriveExpectTx { .. }
@@ -376,5 +386,16 @@ impl Walk<'_> {
         Ok(lane_addresses(
             &mut w.env, addr, mask, base, limit, width, what,
         )?)
+    }
+}
+
+impl Walk<'_> {
+    /// The flat index of a counter reference's element.
+    fn counter(&self, w: &WarpWalk, c: &CounterRef) -> Result<usize, WalkError> {
+        let i = w.eval(&c.index)?;
+        match usize::try_from(i) {
+            Ok(i) if i < c.len as usize => Ok(c.first as usize + i),
+            _ => Err(WalkError::CounterIndex(i, c.len)),
+        }
     }
 }
