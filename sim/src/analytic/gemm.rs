@@ -12,7 +12,7 @@ use std::fmt;
 
 /// Bytes per element of A, B and C (fp16/bf16).
 pub const ELEM_BYTES: u64 = 2;
-/// The seed's register estimate adds this to the accumulator registers per thread (addresses,
+/// The analytic model's register estimate adds this to the accumulator registers per thread (addresses,
 /// indices, operand fragments).
 pub const REGS_OVERHEAD: u64 = 40;
 /// Largest M, N or K accepted: keeps every byte and FLOP count within u64.

@@ -47,7 +47,7 @@ impl GpuSpec {
     /// Every GPU the models know: the simulator's presets, in `sim presets` order.
     pub const NAMES: [&'static str; 4] = ["h100-sxm", "h200-sxm", "a100-sxm", "rtx3070"];
 
-    /// The seeds' device, with the numbers the GEMM resource model K1 uses (`docs/analytic.md`).
+    /// The analytic models' example GPU, with the numbers the GEMM resource model uses (`docs/analytic.md`).
     pub fn rtx3070() -> GpuSpec {
         GpuSpec {
             name: "rtx3070",

@@ -4,7 +4,7 @@
 //! `docs/analytic.md`).
 //!
 //! [`gpu`] describes the GPU; [`occupancy`] the CTAs an SM holds and the waves they run in;
-//! [`gemm`] and [`roofline`] are the seed's GEMM resource model,
+//! [`gemm`] and [`roofline`] are the GEMM resource model,
 //! [`tune`] the autotuner's analytic steps, [`wgmma`], [`attention`] and [`decode`] the Hopper
 //! models; [`cli`] prints them as `sim analyze`, through the table helpers in [`fmt`], and
 //! [`explore`] shows the same cells as `sim explore`'s interactive page. Inputs

@@ -37,7 +37,7 @@ pub struct Space {
 }
 
 impl Space {
-    /// The seed's space (192 configs): `sim analyze gemm --tune`, and `sim tune` on Ampere.
+    /// The classic space (192 configs): `sim analyze gemm --tune`, and `sim tune` on Ampere.
     pub const SEED: Space = Space {
         block_mn: &BLOCK_MN,
         block_k: &BLOCK_K,
@@ -51,7 +51,7 @@ impl Space {
         stages: &HOPPER_STAGES,
     };
 
-    /// Triton's configs for `gpu`: Hopper's with wgmma, else the seed's.
+    /// Triton's configs for `gpu`: Hopper's with wgmma, else the classic 192.
     pub fn triton(gpu: &GpuSpec) -> Space {
         if gpu.has_wgmma {
             Space::HOPPER

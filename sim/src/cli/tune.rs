@@ -35,7 +35,7 @@ struct GemmArgs {
     /// The reduction dimension.
     #[arg(required_unless_present = "shapes")]
     k: Option<u64>,
-    /// `triton` (Triton's matmul space for the GPU: 216 configs on Hopper, the seed's 192
+    /// `triton` (Triton's matmul space for the GPU: 216 configs on Hopper, the classic 192-config space
     /// elsewhere) or a file of `BMxBNxBK warps stages` lines.
     #[arg(long, default_value = "triton")]
     configs: String,

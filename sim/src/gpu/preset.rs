@@ -1048,7 +1048,7 @@ mod tests {
             let p = Preset::builtin(name).unwrap();
             assert_eq!(p.name, name);
         }
-        // The seeds' device (the GEMM resource model K1's RTX 3070, docs/analytic.md).
+        // The analytic models' example GPU (the GEMM resource model's RTX 3070, docs/analytic.md).
         let g = Preset::builtin("rtx3070").unwrap();
         assert_eq!(
             (

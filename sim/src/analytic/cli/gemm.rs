@@ -1,4 +1,4 @@
-//! `sim analyze gemm`: the seed's GEMM resource model (FLOPs and bytes, resources per CTA,
+//! `sim analyze gemm`: the GEMM resource model (FLOPs and bytes, resources per CTA,
 //! occupancy, waves, roofline), or with `--tune` the autotuner's steps ([`super::tune`]).
 
 use super::occupancy::{limits_text, occupancy_json, waves_json, waves_row, waves_table};
@@ -43,7 +43,7 @@ pub(super) struct GemmArgs {
     #[arg(long, default_value_t = 8, requires = "tune")]
     top_k: usize,
     /// Measured medians for pick_best, one `BMxBNxBK warps stages median p20 p80` (ms) per
-    /// line; default: the seed's table.
+    /// line; default: the example table.
     #[arg(long, requires = "tune")]
     medians: Option<PathBuf>,
 }

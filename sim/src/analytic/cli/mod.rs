@@ -25,8 +25,8 @@ pub struct AnalyzeArgs {
 
 #[derive(Subcommand, Debug)]
 enum Model {
-    /// GEMM FLOPs and bytes, occupancy, waves and roofline (seed K1); with `--tune`, the
-    /// autotuner's prune, perf-model ranking and pick_best (seed T3).
+    /// GEMM FLOPs and bytes, occupancy, waves and roofline; with `--tune`, the
+    /// autotuner's prune, perf-model ranking and pick_best (Triton's autotuner steps).
     Gemm(gemm::GemmArgs),
     /// Hopper attention forward: wgmma feed, consumer registers, K/V intensity and L2, softmax.
     Attention(attention::AttentionArgs),

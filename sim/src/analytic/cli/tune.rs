@@ -1,5 +1,5 @@
 //! `sim analyze gemm --tune`: the autotuner's `early_prune`, `perf_model` ranking and
-//! `pick_best` on measured medians (seed T3).
+//! `pick_best` on measured medians (Triton's autotuner steps).
 
 use super::AnalyzeError;
 use crate::analytic::fmt::{grouped, percent, Table};
@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use std::fmt::Write;
 use std::path::Path;
 
-/// The tables for `g` on `gpu`, with pick_best on the medians in `medians` (default: the seed's).
+/// The tables for `g` on `gpu`, with pick_best on the medians in `medians` (default: the example table).
 pub(super) fn run(
     gpu: &GpuSpec,
     g: &Gemm,
@@ -98,7 +98,7 @@ fn medians_table(medians: Option<&Path>) -> Result<(Vec<Measured>, String), Anal
         }
         None => (
             SEED_MEDIANS.to_vec(),
-            "the seed's table (4096 x 4096 x 4096 on rtx3070)".to_string(),
+            "the example table (4096 x 4096 x 4096 on rtx3070)".to_string(),
         ),
     })
 }
