@@ -139,7 +139,10 @@ fn sim_run_prints_and_reports_the_generic_bound() {
     assert_eq!(v["bound"]["units"]["tensor"], 4096.0);
     assert_eq!(v["bound"]["units"]["hbm"], 0.0);
     assert!(v["bound"]["ratio"].as_f64().unwrap() >= 1.0);
-    assert_eq!(v["analytic"]["note"], "the wgmma feed model (docs/analytic.md)");
+    assert_eq!(
+        v["analytic"]["note"],
+        "the wgmma feed model (docs/analytic.md)"
+    );
 }
 
 #[test]
