@@ -272,8 +272,10 @@ impl Sanitizer {
                 // are ordered by what the issuer learned of them through remote arrivals.
                 let (ci, wl) = self.warp(warp);
                 let (nw, ns, at) = (self.nw, self.ns, self.at(cta));
-                let known = self.cta(ci).warps[wl as usize].clock.clone();
-                let s = &mut self.cta(cta).slots[(slot % ns) as usize];
+                // The issuer's clock is lent out (and given back) rather than copied: `cta`
+                // may be the issuer's own CTA.
+                let known = std::mem::take(&mut self.cta(ci).warps[wl as usize].clock);
+                let s = &self.cta(cta).slots[(slot % ns) as usize];
                 let fill = s.fill;
                 let unordered = s
                     .readers
@@ -281,6 +283,7 @@ impl Sanitizer {
                     .enumerate()
                     .find(|(r, read)| read.hgmma > known[at + nb + r])
                     .map(|(r, &read)| (r, read));
+                self.cta(ci).warps[wl as usize].clock = known;
                 if let Some((r, read)) = unordered {
                     let mut reader = self.names.warp(r as u32).to_string();
                     if cta != ci {
@@ -299,6 +302,7 @@ impl Sanitizer {
                         },
                     });
                 }
+                let s = &mut self.cta(cta).slots[(slot % ns) as usize];
                 s.fill = Some(Fill { bar, phase: None });
                 s.loading += 1;
                 s.readers.clear();
@@ -318,8 +322,9 @@ impl Sanitizer {
                 // `cta` is another CTA of the cluster's for a remote arrival: it releases what
                 // the sender knows at cluster scope.
                 let (ci, wl) = self.warp(warp);
-                let known = self.cta(ci).warps[wl as usize].clock.clone();
+                let known = std::mem::take(&mut self.cta(ci).warps[wl as usize].clock);
                 join(&mut self.cta(cta).bars[bar as usize].open, &known);
+                self.cta(ci).warps[wl as usize].clock = known;
             }
             Hook::MbarrierUpdated {
                 bar,

@@ -215,13 +215,15 @@ impl Engine<'_> {
                 // through the atomic's round trip, and a poll then waits half a round trip on
                 // average for the spinner to issue it.
                 let seen = (self.now + ready) / 2;
-                let waiters = std::mem::take(&mut self.counter_waiters[c]);
-                let (woken, still): (Vec<_>, Vec<_>) =
-                    waiters.into_iter().partition(|&(_, v)| new >= v);
-                self.counter_waiters[c] = still;
-                for (waiter, _) in woken {
-                    self.wake_at(waiter, seen);
-                }
+                let mut waiters = std::mem::take(&mut self.counter_waiters[c]);
+                waiters.retain(|&(waiter, value)| {
+                    let woken = new >= value;
+                    if woken {
+                        self.wake_at(waiter, seen);
+                    }
+                    !woken
+                });
+                self.counter_waiters[c] = waiters;
                 self.ctas[cta].atomics[c].push((old, ready));
                 (old, ready)
             }
