@@ -15,12 +15,18 @@
 //                        `ld.shared::cluster` (or `st`), 8 in flight a thread, over the peer CTA's
 //                        64 KiB; `one`: only rank 0 reads, `both`: each reads the other
 //   cluster_barrier     <size>_t<T>[_relaxed]  cycles per barrier.cluster.arrive + wait, T threads a CTA
+//                        (the default arrive is a release: MEMBAR.ALL.GPU + ERRBAR + CGAERRBAR first)
+//   fence               <form>_t<T>       cycles per fence of each of T threads of one CTA, back to
+//                        back: `cta` (fence.acq_rel.cta), `release_cluster`, `threadfence`
 //   remote_pingpong     <size>            cycles per round trip of two CTAs' threads handing
-//                        mbarrier phases to each other by remote arrive (rank 0 and rank size-1)
+//                        mbarrier phases to each other by remote arrive (rank 0 and rank size-1):
+//                        `.release.cluster` (<size>) or the default CTA-scope release (<size>_cta)
 //   mcast               <mode>_c<N>_<src>   cycles per 16 KiB tile (128 rows of 128 B) a CTA, clusters
 //                        of N on every SM they fit, 4 stages: `unicast` (each CTA loads the tile),
 //                        `unicast_sync` (the same, with multicast's cross-CTA empty barriers),
 //                        `multicast` (rank r loads rows r*128/N.. to every CTA of the cluster);
+//                        the empty barriers' arrives `.release.cluster`, or CTA-scope (`*_cta`,
+//                        as CUTLASS's pipelines);
 //                        src `l2`: 8 tiles a cluster re-read, `hbm`: 256 distinct tiles a cluster.
 //                        `mcast_max` is the slowest CTA's.
 //
@@ -71,8 +77,14 @@ __device__ __forceinline__ uint32_t ld_local(uint32_t a) {
   asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(a) : "memory");
   return v;
 }
-__device__ __forceinline__ void remote_arrive(uint32_t cluster_addr) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_addr) : "memory");
+// `.release.cluster` compiles to MEMBAR.ALL.GPU + ERRBAR + CGAERRBAR before the arrive (SYNCS.ARRIVE);
+// the default semantics (release at CTA scope, CUTLASS's ClusterBarrier::arrive(cta_id)) to the
+// arrive alone. The waits that pair with each use acquire at the same scope.
+__device__ __forceinline__ void remote_arrive(uint32_t cluster_addr, bool cluster_scope = true) {
+  if (cluster_scope)
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_addr) : "memory");
+  else
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(cluster_addr) : "memory");
 }
 __device__ __forceinline__ void tma_load_mcast(uint32_t dst, const CUtensorMap* map, int row, uint32_t bar,
                                                uint16_t mask) {
@@ -303,7 +315,6 @@ static void cluster_barrier() {
   for (int relaxed = 0; relaxed < 2; relaxed++)
     for (unsigned size : {1u, 2u, 4u, 8u, 16u})
       for (unsigned threads : {32u, 128u, 384u}) {
-        if (relaxed && threads != 128) continue;
         cudaLaunchAttribute attr[1];
         cudaLaunchConfig_t c = config(size, threads, 0, size, attr);
         CHECK(cudaLaunchKernelEx(&c, cbar_kernel, iters, relaxed, d));
@@ -317,8 +328,45 @@ static void cluster_barrier() {
   CHECK(cudaFree(d));
 }
 
+// ---------------------------------------------------------------- fences
+// form 0: fence.acq_rel.cta (MEMBAR.ALL.CTA); 1: fence.release.cluster (MEMBAR.ALL.GPU, ERRBAR,
+// CGAERRBAR: what a cluster-scope release arrive or barrier.cluster.arrive adds); 2:
+// __threadfence() (MEMBAR.SC.GPU, ERRBAR, CGAERRBAR, CCTL.IVALL). No memory traffic before them.
+__global__ void fence_kernel(int iters, int form, long long* out) {
+  __syncthreads();
+  long long t0 = clock64();
+  for (int i = 0; i < iters; i++) {
+    if (form == 0) asm volatile("fence.acq_rel.cta;" ::: "memory");
+    else if (form == 1) asm volatile("fence.release.cluster;" ::: "memory");
+    else __threadfence();
+  }
+  __syncthreads();
+  long long t1 = clock64();
+  if (threadIdx.x == 0) out[0] = t1 - t0;
+}
+
+static void fences() {
+  long long* d;
+  CHECK(cudaMalloc(&d, sizeof(long long)));
+  const int iters = 1000;
+  const char* names[] = {"cta", "release_cluster", "threadfence"};
+  for (int form = 0; form < 3; form++)
+    for (unsigned threads : {32u, 128u, 256u, 512u}) {
+      for (int rep = 0; rep < 2; rep++) {  // the first warms the clock up
+        fence_kernel<<<1, threads>>>(iters, form, d);
+        LAUNCH_CHECK();
+      }
+      long long h;
+      CHECK(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost));
+      char p[48];
+      snprintf(p, sizeof p, "%s_t%u", names[form], threads);
+      row("fence", p, (double)h / iters, "cycles");
+    }
+  CHECK(cudaFree(d));
+}
+
 // ---------------------------------------------------------------- remote arrive ping-pong
-__global__ void pingpong_kernel(int rounds, long long* out) {
+__global__ void pingpong_kernel(int rounds, int cluster_scope, long long* out) {
   __shared__ __align__(8) uint64_t bar;
   uint32_t rank = cluster_rank(), last = cluster_size() - 1;
   if (threadIdx.x == 0) bar_init(saddr(&bar), 1);
@@ -329,11 +377,11 @@ __global__ void pingpong_kernel(int rounds, long long* out) {
     long long t0 = clock64();
     for (int i = 0; i < rounds; i++) {
       if (rank == 0) {
-        remote_arrive(other);
-        wait_phase(saddr(&bar), i & 1, true);
+        remote_arrive(other, cluster_scope);
+        wait_phase(saddr(&bar), i & 1, cluster_scope);
       } else {
-        wait_phase(saddr(&bar), i & 1, true);
-        remote_arrive(other);
+        wait_phase(saddr(&bar), i & 1, cluster_scope);
+        remote_arrive(other, cluster_scope);
       }
     }
     long long t1 = clock64();
@@ -347,15 +395,18 @@ static void remote_pingpong() {
   long long* d;
   CHECK(cudaMalloc(&d, sizeof(long long)));
   const int rounds = 2000;
-  for (unsigned size : {2u, 4u, 8u, 16u}) {
-    cudaLaunchAttribute attr[1];
-    cudaLaunchConfig_t c = config(size, 32, 0, size, attr);
-    CHECK(cudaLaunchKernelEx(&c, pingpong_kernel, rounds, d));
-    LAUNCH_CHECK();
-    long long h;
-    CHECK(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost));
-    row("remote_pingpong", (long)size, (double)h / rounds, "cycles");
-  }
+  for (int scope = 1; scope >= 0; scope--)
+    for (unsigned size : {2u, 4u, 8u, 16u}) {
+      cudaLaunchAttribute attr[1];
+      cudaLaunchConfig_t c = config(size, 32, 0, size, attr);
+      CHECK(cudaLaunchKernelEx(&c, pingpong_kernel, rounds, scope, d));
+      LAUNCH_CHECK();
+      long long h;
+      CHECK(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost));
+      char p[16];
+      snprintf(p, sizeof p, scope ? "%u" : "%u_cta", size);
+      row("remote_pingpong", p, (double)h / rounds, "cycles");
+    }
   CHECK(cudaFree(d));
 }
 
@@ -364,7 +415,8 @@ constexpr int STAGES = 4, TILE_ROWS = 128, TILE_BYTES = TILE_ROWS * 128;
 // Padding that keeps one CTA on an SM (as a GEMM's or FA3's mainloop does).
 constexpr size_t MCAST_SMEM = 180 << 10;
 
-// mode 0: unicast, 1: unicast with the cross-CTA empty barriers, 2: multicast.
+// mode 0: unicast, 1: unicast with the cross-CTA empty barriers, 2: multicast; 3 and 4: 1 and 2
+// with CUTLASS's arrive (CTA-scope release, no MEMBAR) on the empty barriers.
 __global__ void mcast_kernel(const __grid_constant__ CUtensorMap map, int mode, int tiles, int region,
                              long long* out) {
   unsigned char* slots = dyn;
@@ -386,7 +438,7 @@ __global__ void mcast_kernel(const __grid_constant__ CUtensorMap map, int mode, 
       int row0 = (int)((cid * region + t % region) * TILE_ROWS);
       arrive_expect(saddr(&full[s]), TILE_BYTES);
       uint32_t dst = saddr(slots + s * TILE_BYTES);
-      if (mode == 2)
+      if (mode == 2 || mode == 4)
         tma_load_mcast(dst + rank * slice * 128, &map, row0 + rank * slice, saddr(&full[s]), all);
       else
         tma_load(dst, &map, row0, saddr(&full[s]));
@@ -396,11 +448,11 @@ __global__ void mcast_kernel(const __grid_constant__ CUtensorMap map, int mode, 
     for (int t = 0; t < tiles; t++) {
       int s = t % STAGES;
       uint32_t ph = (t / STAGES) & 1;
-      wait_phase(saddr(&full[s]), ph, true);
+      wait_phase(saddr(&full[s]), ph, mode < 3);
       if (mode > 0)
-        for (uint32_t r = 0; r < n; r++) remote_arrive(mapa(saddr(&empty[s]), r));
+        for (uint32_t r = 0; r < n; r++) remote_arrive(mapa(saddr(&empty[s]), r), mode < 3);
       if (t + STAGES < tiles) {
-        if (mode > 0) wait_phase(saddr(&empty[s]), ph, true);
+        if (mode > 0) wait_phase(saddr(&empty[s]), ph, mode < 3);
         issue(t + STAGES);
       }
     }
@@ -425,14 +477,14 @@ static void multicast(bool ncu_only) {
   CUtensorMap mapc[3];
   long long* d;
   CHECK(cudaMalloc(&d, 1024 * sizeof(long long)));
-  const char* names[] = {"unicast", "unicast_sync", "multicast"};
+  const char* names[] = {"unicast", "unicast_sync", "multicast", "unicast_sync_cta", "multicast_cta"};
   for (int src = 0; src < 2; src++)
     for (unsigned n : {1u, 2u, 4u})
-      for (int mode = 0; mode < 3; mode++) {
+      for (int mode = 0; mode < 5; mode++) {
         if (n == 1 && mode > 0) continue;
         int clusters = max_active(mcast_kernel, n, 128, MCAST_SMEM);
         unsigned grid = clusters * n;
-        int box = mode == 2 ? TILE_ROWS / n : TILE_ROWS;
+        int box = mode == 2 || mode == 4 ? TILE_ROWS / n : TILE_ROWS;
         mapc[0] = make_map(data, rows, box);
         int tiles = src ? hbm_tiles : l2_tiles, region = src ? hbm_tiles : l2_region;
         cudaLaunchAttribute attr[1];
@@ -475,6 +527,7 @@ int main(int argc, char** argv) {
   dsmem_latency();
   dsmem_bandwidth();
   cluster_barrier();
+  fences();
   remote_pingpong();
   multicast(false);
   unsigned timeouts = 0;

@@ -801,7 +801,7 @@ fn ncu_names_the_known_metrics() {
         .sum();
     let per_issued = ncu("smsp__average_warp_latency_per_inst_issued.ratio");
     assert!(close(stalls, per_issued), "{stalls} against {per_issued}");
-    assert_eq!(j["ncu"].as_object().unwrap().len(), 45);
+    assert_eq!(j["ncu"].as_object().unwrap().len(), 47);
     // The summary's SOL line shows the same three throughputs.
     let text = stdout_of(&["run", "scenarios/gemm_ws.ron", "--no-trace"]);
     let sol = format!(

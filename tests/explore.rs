@@ -292,9 +292,9 @@ fn every_widget_shows_what_sim_analyze_prints_in_a_browser() {
     assert_eq!(
         h100[6..],
         [
-            (256, 4, "128".into()),
+            (256, 4, "120".into()),
             (134, 2, "132".into()),
-            (400, 16, "256".into())
+            (400, 16, "240".into())
         ]
     );
     assert!(waves_on("a100-sxm").iter().all(|w| w.1 == 1));

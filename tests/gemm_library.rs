@@ -322,7 +322,7 @@ fn stream_k_flags_are_checked() {
     );
     let err = run::run_file(&past, &opts).unwrap_err().to_string();
     assert!(
-        err.contains("cycle 5634: CTA 99, warp consumer0.w0: counter index 232 is out of range: `flags` has 133 elements\n  = in role `consumer`: program[3] loop(s).body[6] if.then[3] if.then[0] atom.add"),
+        err.contains("cycle 6489: CTA 99, warp consumer0.w0: counter index 232 is out of range: `flags` has 133 elements\n  = in role `consumer`: program[3] loop(s).body[6] if.then[3] if.then[0] atom.add"),
         "{err}"
     );
 }

@@ -110,7 +110,7 @@ fn unknown_fields_inside_instructions_are_rejected() {
     check_text(
         "unknown_field.ron",
         &text,
-        &["Unexpected field named `bogus` in `Arrive`, expected one of `bar`, `elect`, or `cta` instead"],
+        &["Unexpected field named `bogus` in `Arrive`, expected one of `bar`, `elect`, `cta`, or `scope` instead"],
     );
     let wait = mini("1", "").replace("Fma(1)", "Wait(bar: \"b\", parity: 0, pol: Test)");
     check_text(

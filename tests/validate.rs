@@ -51,6 +51,10 @@ const BOUNDS: &[(&str, Bound)] = &[
     ("l1_lines", Bound::Relative(0.05)),
     ("l1_port", Bound::Relative(0.10)),
     ("loaded_latency", Bound::Relative(0.10)),
+    ("cluster_dsmem_lat", Bound::Relative(0.10)),
+    ("cluster_dsmem_bw", Bound::Relative(0.10)),
+    ("cluster_barrier", Bound::Relative(0.10)),
+    ("cluster_remote_arrive", Bound::Relative(0.10)),
 ];
 
 #[test]

@@ -410,6 +410,8 @@ pub enum Inst {
         count: u32,
         /// The cluster rank whose mbarrier it is, for a remote arrive.
         cta: Option<Code>,
+        /// A release at cluster scope: a GPU-scope memory barrier before the arrive.
+        membar: bool,
     },
     ArriveExpectTx {
         bar: BarRef,
@@ -479,8 +481,10 @@ pub enum Inst {
         /// The cluster rank whose shared memory it is (distributed shared memory).
         cta: Option<Code>,
     },
-    /// `barrier.cluster.arrive` by the warp's threads.
-    ClusterArrive,
+    /// `barrier.cluster.arrive` by the warp's threads; `membar` unless `.relaxed`.
+    ClusterArrive {
+        membar: bool,
+    },
     /// `barrier.cluster.wait`.
     ClusterWait,
     /// Atomic add on global counter `counter`; the old value goes to `slot`.
@@ -536,7 +540,8 @@ impl Inst {
             Inst::BarSync { .. } => "bar.sync",
             Inst::BarArrive { .. } => "bar.arrive",
             Inst::SetMaxNReg { .. } => "setmaxnreg",
-            Inst::ClusterArrive => "barrier.cluster.arrive.aligned",
+            Inst::ClusterArrive { membar: true } => "barrier.cluster.arrive.aligned",
+            Inst::ClusterArrive { membar: false } => "barrier.cluster.arrive.relaxed.aligned",
             Inst::ClusterWait => "barrier.cluster.wait.aligned",
             Inst::Compute {
                 pipe: Pipe::Mma, ..

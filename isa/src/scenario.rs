@@ -483,6 +483,16 @@ pub enum RegAction {
     Dec,
 }
 
+/// The scope of an arrive's release semantics (PTX `.release.cta` / `.release.cluster`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+pub enum Scope {
+    /// Release at CTA scope: the arrive alone.
+    #[default]
+    Cta,
+    /// Release at cluster scope: a GPU-scope memory barrier (MEMBAR.ALL.GPU) before the arrive.
+    Cluster,
+}
+
 /// How a `Wait` loop polls its mbarrier.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 pub enum Poll {
@@ -534,12 +544,16 @@ pub enum Instr {
     TmaStoreWait(Expr),
     /// mbarrier arrive; by every thread of the warp (32 arrivals) or, with `elect`, by one.
     /// With `cta`, on that cluster rank's mbarrier (`mapa` + a `shared::cluster` arrive).
+    /// `scope` is its release's: `Cta` (PTX's default, CUTLASS's `ClusterBarrier::arrive`) or
+    /// `Cluster` (`.release.cluster`, which puts a GPU-scope memory barrier before the arrive).
     Arrive {
         bar: Ref,
         #[serde(default)]
         elect: bool,
         #[serde(default)]
         cta: Option<Expr>,
+        #[serde(default)]
+        scope: Scope,
     },
     /// One elected thread: expect-tx(`bytes`) then arrive (1 arrival).
     ArriveExpectTx {
@@ -655,8 +669,12 @@ pub enum Instr {
         #[serde(default)]
         cta: Option<Expr>,
     },
-    /// `barrier.cluster.arrive` (release) by every thread of the warp.
+    /// `barrier.cluster.arrive` by every thread of the warp: a release, so a GPU-scope memory
+    /// barrier comes first (CUTLASS's `cluster_arrive()`, `cluster_sync()`).
     ClusterArrive,
+    /// `barrier.cluster.arrive.relaxed`: the arrive without the memory barrier (CUTLASS's
+    /// `cluster_arrive_relaxed()`, as its kernels' prologues use).
+    ClusterArriveRelaxed,
     /// `barrier.cluster.wait` (acquire): waits until every warp of every CTA of the cluster has
     /// arrived in the current phase.
     ClusterWait,
@@ -720,7 +738,7 @@ pub enum Instr {
         value: Expr,
     },
     /// `fence.acq_rel.gpu` (`__threadfence()`): the warp waits until its global stores are
-    /// acknowledged, so that a later `AtomicAdd` releases them.
+    /// acknowledged, so that a later `AtomicAdd` releases them, then for the memory barrier.
     Fence,
     /// Ampere `cp.async`: each lane copies `width` bytes (4, 8 or 16) from byte `src` of
     /// `tensor` to byte `addr` of the slot `dst`, asynchronously (both may use `lane`).
@@ -789,6 +807,7 @@ impl Instr {
             Instr::LdShared { .. } => "ld.shared",
             Instr::StShared { .. } => "st.shared",
             Instr::ClusterArrive => "barrier.cluster.arrive",
+            Instr::ClusterArriveRelaxed => "barrier.cluster.arrive.relaxed",
             Instr::ClusterWait => "barrier.cluster.wait",
             Instr::LdGlobal { .. } => "ld.global",
             Instr::WaitScoreboard(_) => "wait scoreboard",

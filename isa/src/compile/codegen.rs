@@ -8,7 +8,7 @@ use super::Compiler;
 use crate::diag::Diagnostic;
 use crate::expr::Code;
 use crate::program::{slot, Inst, Op, Pipe, RegSource, RoleInfo, WARP_SIZE};
-use crate::scenario::{ComputePipe, Expr, Instr, RegAction, Role};
+use crate::scenario::{ComputePipe, Expr, Instr, RegAction, Role, Scope};
 
 /// The accumulator label of a wgmma that names none.
 const DEFAULT_ACC: &str = "acc";
@@ -199,10 +199,16 @@ impl Compiler<'_> {
             Instr::TmaStoreWait(n) => Inst::TmaStoreWait {
                 n: self.code(n, Names::Program, path)?,
             },
-            Instr::Arrive { bar, elect, cta } => Inst::Arrive {
+            Instr::Arrive {
+                bar,
+                elect,
+                cta,
+                scope,
+            } => Inst::Arrive {
                 bar: self.bar(bar, path)?,
                 count: if *elect { 1 } else { WARP_SIZE },
                 cta: self.optional(cta, path)?,
+                membar: *scope == Scope::Cluster,
             },
             Instr::ArriveExpectTx { bar, bytes } => Inst::ArriveExpectTx {
                 bar: self.bar(bar, path)?,
@@ -312,7 +318,8 @@ impl Compiler<'_> {
                 sb: self.load_scoreboard(ins, path)?,
                 cta: self.optional(cta, path)?,
             },
-            Instr::ClusterArrive => Inst::ClusterArrive,
+            Instr::ClusterArrive => Inst::ClusterArrive { membar: true },
+            Instr::ClusterArriveRelaxed => Inst::ClusterArrive { membar: false },
             Instr::ClusterWait => Inst::ClusterWait,
             Instr::LdGlobal {
                 tensor,

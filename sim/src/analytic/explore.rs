@@ -253,10 +253,12 @@ mod tests {
         let w = waves_data(&gpu, &mut pool);
         let rows = &pool.0[w["rows"].as_u64().unwrap() as usize];
         assert_eq!(rows[0][0][132], json!(["2", "1%", "50.4%"]));
-        // Clusters of 4 (index 2): 64 of them, 256 tiles, two full waves of 128 of 132 slots.
+        // Clusters of 4 (index 2): 30 fit (seven GPCs of 16-18 SMs hold 4, the one of 8 holds
+        // 2), 120 of 132 slots a wave; 64 clusters (256 CTAs) take three waves, the last 13%
+        // full.
         assert_eq!(w["sizes"], json!([1, 2, 4, 8, 16]));
-        assert_eq!(w["per_wave"][0][2], "128");
-        assert_eq!(rows[0][2][63], json!(["2", "100%", "97.0%"]));
+        assert_eq!(w["per_wave"][0][2], "120");
+        assert_eq!(rows[0][2][63], json!(["3", "13%", "64.6%"]));
         let a = attention_data(&gpu, &mut pool);
         let per_bm = &pool.0[a["per_bm"].as_u64().unwrap() as usize];
         assert_eq!(per_bm[0]["rows"], json!(["64", "295", "4.6x", "78%"]));

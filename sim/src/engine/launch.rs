@@ -137,6 +137,7 @@ impl Engine<'_> {
                         after_tma_issue: false,
                         atomics: vec![0; k.counters.len()],
                         stores_done: 0,
+                        dsmem_loads: Vec::new(),
                         regs: k.regs_per_thread,
                         hold: None,
                         hold_pc: 0,

@@ -300,7 +300,7 @@ impl Engine<'_> {
             | Inst::WgmmaCommit
             | Inst::BarSync { .. }
             | Inst::BarArrive { .. }
-            | Inst::ClusterArrive
+            | Inst::ClusterArrive { .. }
             | Inst::ClusterWait
             // A TMA load or store queues at the SM's unit in the order warps issue it; the
             // warp waits for its box to be taken (`hold_tma_issuer`).
@@ -374,6 +374,7 @@ impl Engine<'_> {
                 bar,
                 count,
                 cta: None,
+                membar: false,
             } => {
                 self.issue_arrive(w, bar, *count)?;
                 true
@@ -381,13 +382,14 @@ impl Engine<'_> {
             Inst::Arrive {
                 bar,
                 count,
-                cta: Some(rank),
+                cta,
+                membar,
             } => {
-                self.issue_remote_arrive(w, bar, *count, rank)?;
+                self.issue_remote_arrive(w, bar, *count, cta.as_ref(), *membar)?;
                 true
             }
-            Inst::ClusterArrive => {
-                self.issue_cluster_arrive(w);
+            Inst::ClusterArrive { membar } => {
+                self.issue_cluster_arrive(w, *membar);
                 true
             }
             Inst::ClusterWait => {
@@ -473,7 +475,10 @@ impl Engine<'_> {
                 self.issue_wait_counter(w, counter)?;
                 true
             }
-            Inst::Fence => true,
+            Inst::Fence => {
+                self.membar(w);
+                true
+            }
             Inst::BarSync { id, threads } => {
                 self.issue_bar(w, id, *threads, true)?;
                 true
@@ -542,7 +547,7 @@ fn changes_state(inst: &Inst) -> bool {
             | Inst::ExpectTx { .. }
             | Inst::BarSync { .. }
             | Inst::BarArrive { .. }
-            | Inst::ClusterArrive
+            | Inst::ClusterArrive { .. }
             | Inst::SetMaxNReg { .. }
             | Inst::Shared { store: true, .. }
             | Inst::Global { store: true, .. }

@@ -68,6 +68,9 @@ pub(crate) struct Warp {
     pub atomics: Vec<u32>,
     /// When the warp's global stores so far are acknowledged (what a `Fence` waits for).
     pub stores_done: u64,
+    /// When each of the warp's distributed-shared-memory loads returns (those still in flight
+    /// at the last one's issue; `cluster.dsmem_loads_per_warp` caps them).
+    pub dsmem_loads: Vec<u64>,
     pub regs: u32,
     /// The instruction of the current state interval (for the trace).
     pub state_pc: u32,
@@ -303,6 +306,9 @@ pub(crate) struct Partition {
     /// fraction of a cycle owed so far.
     pub issue_free: u64,
     pub issue_debt: f64,
+    /// The partition takes its warps' next GPU-scope memory barrier from this cycle
+    /// (`barriers.membar_interval`).
+    pub membar_free: u64,
 }
 
 /// The warps, warpgroups or CTAs alive now, by engine-wide id. Ids grow with launch order and

@@ -51,6 +51,10 @@ pub struct Cluster {
     /// Bytes per cycle an SM's requests to other SMs' shared memory move at most.
     #[serde(default)]
     pub dsmem_bytes_per_cycle: f64,
+    /// Distributed-shared-memory loads one warp may have in flight (0: no limit); the next
+    /// waits for the oldest to return.
+    #[serde(default)]
+    pub dsmem_loads_per_warp: u32,
     /// Cycles from a remote `mbarrier.arrive` (`shared::cluster`) to its arrival counting.
     #[serde(default)]
     pub remote_arrive_latency: u64,
@@ -353,6 +357,15 @@ pub struct Barriers {
     pub arrive_cycles: u64,
     #[serde(default)]
     pub arrive_expect_cycles: u64,
+    /// Cycles a GPU-scope memory barrier holds its warp (MEMBAR.*.GPU with ERRBAR: a
+    /// `fence.acq_rel.gpu`, a `.release.cluster` arrive, a non-relaxed cluster-barrier arrive).
+    /// 0 where nothing was measured.
+    #[serde(default)]
+    pub membar_cycles: u64,
+    /// Cycles between the starts of two such barriers of one partition's warps: the next
+    /// waits for this much of the one before.
+    #[serde(default)]
+    pub membar_interval: u64,
 }
 
 #[derive(Clone, Debug, Deserialize)]

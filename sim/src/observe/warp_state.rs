@@ -33,10 +33,13 @@ pub enum State {
     BulkWait,
     /// `setmaxnreg.inc` waiting for registers from the CTA's pool.
     Setmaxnreg,
+    /// In a GPU-scope memory barrier (`Fence`, a `.release.cluster` arrive, a non-relaxed
+    /// cluster-barrier arrive).
+    Membar,
 }
 
 impl State {
-    pub const ALL: [State; 14] = [
+    pub const ALL: [State; 15] = [
         State::Selected,
         State::NotSelected,
         State::Wait,
@@ -51,6 +54,7 @@ impl State {
         State::WgmmaWait,
         State::BulkWait,
         State::Setmaxnreg,
+        State::Membar,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -70,6 +74,7 @@ impl State {
             State::WgmmaWait => "wgmma_wait",
             State::BulkWait => "bulk_wait",
             State::Setmaxnreg => "setmaxnreg",
+            State::Membar => "membar",
         }
     }
 
@@ -88,6 +93,7 @@ impl State {
             // Nsight Compute 2025.3 reports wgmma.wait_group (WARPGROUP.DEPBAR) as `barrier`.
             State::NamedBarrier | State::WgmmaWait => "barrier",
             State::Setmaxnreg => "misc",
+            State::Membar => "membar",
         }
     }
 
@@ -108,6 +114,7 @@ impl State {
             State::WgmmaWait => "#00acc1",
             State::BulkWait => "#6d4c41",
             State::Setmaxnreg => "#757575",
+            State::Membar => "#9e9d24",
         }
     }
 
@@ -128,6 +135,7 @@ impl State {
             State::WgmmaWait => 'G',
             State::BulkWait => 'K',
             State::Setmaxnreg => 'R',
+            State::Membar => 'F',
         }
     }
 

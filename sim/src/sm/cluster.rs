@@ -5,13 +5,16 @@
 //! Issued here:
 //! - `barrier.cluster.arrive` / `barrier.cluster.wait`: a phase completes when every warp of the
 //!   cluster that has not exited has arrived (PTX: "all non-exited threads of the cluster");
-//!   its waiters resume `cluster.barrier_latency` cycles after the last arrival.
+//!   its waiters resume `cluster.barrier_latency` cycles after the last arrival. A non-relaxed
+//!   arrive is a release: it arrives once its warp's memory barrier (`crate::sm::lsu`) is done.
 //! - A remote `mbarrier.arrive` (`Arrive(cta: ...)`): counted on the other CTA's mbarrier
-//!   `cluster.remote_arrive_latency` cycles after its issue.
+//!   `cluster.remote_arrive_latency` cycles after its issue, or after its memory barrier with
+//!   `.release.cluster`.
 //! - Distributed shared memory (`LdShared`/`StShared` with `cta`): the bytes leave through the
 //!   issuing SM's DSMEM link (`cluster.dsmem_bytes_per_cycle`), take their wavefronts on the
 //!   other SM's shared-memory port, and a load's result is back `cluster.dsmem_latency` cycles
-//!   later. An access to the CTA's own rank is an ordinary shared-memory access.
+//!   later; a warp has at most `cluster.dsmem_loads_per_warp` loads in flight. An access to the
+//!   CTA's own rank is an ordinary shared-memory access.
 //!
 //! TMA multicast is in `crate::sm::tma`.
 
@@ -27,6 +30,8 @@ use isa::program::{BarRef, SlotRef};
 #[derive(Clone, Debug, Default)]
 pub struct ClusterBarrier {
     arrived: u32,
+    /// When the open phase's arrivals have all taken effect (the last of their memory barriers).
+    arrived_by: u64,
     completed: u32,
     /// When the last completed phase releases its warps.
     released_at: u64,
@@ -43,15 +48,18 @@ impl ClusterBarrier {
     }
 
     /// The open phase completes when its arrivals reach the cluster's live warps (`live`):
-    /// returns the waiters to release, at `at`.
-    fn settle(&mut self, live: u32, at: u64) -> Option<Vec<u32>> {
+    /// returns the waiters to release, `latency` after `now` or after the arrivals' memory
+    /// barriers, whichever is later, and that time.
+    fn settle(&mut self, live: u32, now: u64, latency: u64) -> Option<(Vec<u32>, u64)> {
         if self.arrived == 0 || self.arrived < live {
             return None;
         }
+        let at = self.arrived_by.max(now) + latency;
         self.arrived = 0;
+        self.arrived_by = 0;
         self.completed += 1;
         self.released_at = at;
-        Some(std::mem::take(&mut self.waiters))
+        Some((std::mem::take(&mut self.waiters), at))
     }
 }
 
@@ -93,20 +101,25 @@ impl Engine<'_> {
         Ok(cta)
     }
 
-    /// `barrier.cluster.arrive` by warp `w`.
-    pub(crate) fn issue_cluster_arrive(&mut self, w: u32) {
+    /// `barrier.cluster.arrive` by warp `w`, after its memory barrier unless relaxed.
+    pub(crate) fn issue_cluster_arrive(&mut self, w: u32, membar: bool) {
+        let effective = if membar { self.membar(w) } else { self.now };
         let warp = &mut self.warps[w as usize];
         warp.cluster_arrivals += 1;
         let cluster = self.ctas[warp.cta as usize].cluster;
-        self.clusters[cluster as usize].barrier.arrived += 1;
+        let b = &mut self.clusters[cluster as usize].barrier;
+        b.arrived += 1;
+        b.arrived_by = b.arrived_by.max(effective);
         self.settle_cluster_barrier(cluster);
     }
 
     /// A warp of `cluster` arrived or exited: the phase may be complete.
     pub(crate) fn settle_cluster_barrier(&mut self, cluster: u32) {
-        let at = self.now + self.p.cluster.barrier_latency;
         let c = &mut self.clusters[cluster as usize];
-        if let Some(waiters) = c.barrier.settle(c.live_warps, at) {
+        let settled = c
+            .barrier
+            .settle(c.live_warps, self.now, self.p.cluster.barrier_latency);
+        if let Some((waiters, at)) = settled {
             for w in waiters {
                 self.q.push(at, Event::Release(w));
             }
@@ -141,21 +154,35 @@ impl Engine<'_> {
         Ok(())
     }
 
-    /// A remote `mbarrier.arrive` on cluster rank `rank`'s `bar`: it counts there
-    /// `cluster.remote_arrive_latency` cycles later. On the warp's own rank it is a local one.
+    /// An `mbarrier.arrive` on cluster rank `rank`'s `bar` (the warp's own CTA without one),
+    /// after the warp's memory barrier with `membar` (`.release.cluster`): it counts on another
+    /// CTA `cluster.remote_arrive_latency` cycles later, on its own once the barrier is done.
     pub(crate) fn issue_remote_arrive(
         &mut self,
         w: u32,
         bar: &BarRef,
         count: u32,
-        rank: &Code,
+        rank: Option<&Code>,
+        membar: bool,
     ) -> Result<(), Fault> {
-        let cta = self.cluster_cta(w, rank, "mbarrier.arrive")?;
-        if cta == self.warps[w as usize].cta {
+        let own = self.warps[w as usize].cta;
+        let cta = match rank {
+            Some(rank) => self.cluster_cta(w, rank, "mbarrier.arrive")?,
+            None => own,
+        };
+        if cta == own && !membar {
             return self.issue_arrive(w, bar, count);
         }
         let b = self.bar_index(w, bar)?;
-        self.hold_for(w, self.p.barriers.arrive_cycles);
+        let sent = if membar {
+            // The arrive's own cycles follow the barrier, in its state.
+            let done = self.membar(w);
+            self.warps[w as usize].sync_until = done + self.p.barriers.arrive_cycles;
+            done
+        } else {
+            self.hold_for(w, self.p.barriers.arrive_cycles);
+            self.now
+        };
         self.warps[w as usize].after_tma_issue = false;
         // Both CTAs stay until it lands: the target's barrier, the sender's names for errors.
         let sender = self.warps[w as usize].cta;
@@ -168,7 +195,11 @@ impl Engine<'_> {
             warp: w,
             pc: self.warps[w as usize].pc,
         });
-        let at = self.now + self.p.cluster.remote_arrive_latency;
+        let at = if cta == own {
+            sent
+        } else {
+            sent + self.p.cluster.remote_arrive_latency
+        };
         self.q.push(at, Event::RemoteArrive(i));
         self.book_horizon(at);
         Ok(())
@@ -189,8 +220,10 @@ impl Engine<'_> {
         self.last_progress = self.now;
         if let Err(fault) = self.arrive_on(warp, cta, bar, count) {
             let fault = match fault {
-                // A finding names the target CTA itself (its SM and block).
+                // A finding names the target CTA itself (its SM and block), as does an
+                // arrival on the warp's own CTA.
                 f @ Fault::Hazard(_) => f,
+                f if cta == sender => f,
                 f => Fault::Remote {
                     rank: self.ctas[cta as usize].rank,
                     fault: Box::new(f),
@@ -202,14 +235,24 @@ impl Engine<'_> {
         self.drop_cta(sender);
     }
 
-    /// A remote store waits for the registers it writes out, and any remote access for room
-    /// in the DSMEM link's queue (`smem.queue_cycles` of backlog, as the port's); an access to
-    /// the CTA's own rank is a local one. A rank that cannot be evaluated faults at issue.
+    /// A remote store waits for the registers it writes out, a remote load for one of the
+    /// warp's loads in flight to return when it has `cluster.dsmem_loads_per_warp`, and any
+    /// remote access for room in the DSMEM link's queue (`smem.queue_cycles` of backlog, as the
+    /// port's); an access to the CTA's own rank is a local one. A rank that cannot be
+    /// evaluated faults at issue.
     pub(crate) fn dsmem_outcome(&self, w: u32, store: bool, rank: &Code, at: Pending) -> Outcome {
         let warp = &self.warps[w as usize];
         let cta = &self.ctas[warp.cta as usize];
         if self.eval(w, rank).is_ok_and(|r| r == i64::from(cta.rank)) {
             return self.shared_outcome(w, store, at);
+        }
+        let cap = self.p.cluster.dsmem_loads_per_warp as usize;
+        if !store && cap > 0 {
+            let pending = warp.dsmem_loads.iter().filter(|&&t| t > self.now);
+            if pending.clone().count() >= cap {
+                let first = pending.min().copied().unwrap_or(self.now);
+                return Outcome::StallUntil(State::MioThrottle, first);
+            }
         }
         self.queued_outcome(store, at, self.sms[warp.sm as usize].dsmem.next_free())
     }
@@ -250,7 +293,11 @@ impl Engine<'_> {
         let done = served + self.p.cluster.dsmem_latency;
         self.book_horizon(done);
         if !store {
-            self.warps[w as usize].load_result(sb, done, State::LongScoreboard);
+            let warp = &mut self.warps[w as usize];
+            let now = self.now;
+            warp.dsmem_loads.retain(|&t| t > now);
+            warp.dsmem_loads.push(done);
+            warp.load_result(sb, done, State::LongScoreboard);
         }
         Ok(true)
     }
@@ -266,16 +313,21 @@ mod tests {
             arrived: 3,
             ..Default::default()
         };
-        assert_eq!(b.settle(4, 10), None);
+        assert_eq!(b.settle(4, 10, 5), None);
         b.waiters = vec![7, 8, 9];
         b.arrived = 4;
-        assert_eq!(b.settle(4, 10), Some(vec![7, 8, 9]));
-        assert_eq!((b.arrived, b.completed, b.released_at), (0, 1, 10));
+        assert_eq!(b.settle(4, 10, 5), Some((vec![7, 8, 9], 15)));
+        assert_eq!((b.arrived, b.completed, b.released_at), (0, 1, 15));
         // A warp that exits lowers the count: the three that arrived complete the phase.
         b.arrived = 3;
-        assert_eq!(b.settle(3, 20), Some(vec![]));
+        assert_eq!(b.settle(3, 20, 5), Some((vec![], 25)));
         // No arrival, no phase: exits alone complete nothing.
-        assert_eq!(b.settle(0, 30), None);
+        assert_eq!(b.settle(0, 30, 5), None);
         assert_eq!(b.completed, 2);
+        // An arrival whose memory barrier ends after the last arrival holds the phase.
+        b.arrived = 2;
+        b.arrived_by = 700;
+        assert_eq!(b.settle(2, 40, 5), Some((vec![], 705)));
+        assert_eq!(b.arrived_by, 0);
     }
 }

@@ -174,6 +174,25 @@ impl Engine<'_> {
     }
 
     /// `Fence`: ready once the warp's global stores are acknowledged.
+    /// A GPU-scope memory barrier (MEMBAR.ALL.GPU or MEMBAR.SC.GPU with ERRBAR, as a
+    /// `fence.acq_rel.gpu`, a `.release.cluster` arrive or a non-relaxed
+    /// `barrier.cluster.arrive` compiles to) by warp `w`: it starts once its partition's
+    /// previous one has had `barriers.membar_interval`, and completes `barriers.membar_cycles`
+    /// after its start; the warp is held until then. Returns that time.
+    pub(crate) fn membar(&mut self, w: u32) -> u64 {
+        let b = &self.p.barriers;
+        let part = &mut self.parts[self.warps[w as usize].partition as usize];
+        let start = part.membar_free.max(self.now);
+        part.membar_free = start + b.membar_interval;
+        let done = start + b.membar_cycles;
+        let warp = &mut self.warps[w as usize];
+        if done > warp.sync_until {
+            warp.sync_until = done;
+            warp.sync_state = State::Membar;
+        }
+        done
+    }
+
     pub(crate) fn fence_outcome(&self, w: u32) -> Outcome {
         match self.warps[w as usize].stores_done {
             t if t > self.now => Outcome::StallUntil(State::LongScoreboard, t),

@@ -1494,5 +1494,97 @@ pub(super) fn specs() -> Vec<Spec> {
             },
         );
     }
+    // Thread-block clusters (calibration/cluster.cu on an H100, whose GPCs and SM-to-SM network
+    // are the H200's die's; twin scenarios/calibration/cluster.ron). A chase through the last
+    // rank's shared memory, over the same chase through the CTA's own: the slope between 1000
+    // and 2000 hops of each (the loop's own instructions, which the twin does not carry, cancel).
+    for (param, size) in [
+        ("remote_c2", 2),
+        ("remote_c4", 4),
+        ("remote_c8", 8),
+        ("remote_c16", 16),
+    ] {
+        add(
+            "cluster_dsmem_lat",
+            format!("chase, cluster of {size}, over own"),
+            "cycles/hop",
+            "cluster",
+            Measured::Over("dsmem_lat", param, "dsmem_lat", "own_c2"),
+            "cluster",
+            sets(&[("test", 0), ("where", 2), ("cluster", size)]),
+            Metric::SlopeOver {
+                key: "hops",
+                lo: 1000,
+                hi: 2000,
+                per: 1000.0,
+                base: sets(&[("test", 0), ("where", 0), ("cluster", 2)]),
+            },
+        );
+    }
+    // Bytes per cycle of one reading SM: W warps x 32 lanes x 8 x 16 B a round.
+    for (op, st) in [("ld", 0), ("st", 1)] {
+        for (dir, both) in [("one", 0), ("both", 1)] {
+            for w in [1i64, 4, 8, 16, 32] {
+                add(
+                    "cluster_dsmem_bw",
+                    format!("{op} {dir} {w} warps"),
+                    "B/cycle",
+                    "cluster",
+                    v("dsmem_bw", &format!("{op}_{dir}_w{w}")),
+                    "cluster",
+                    sets(&[
+                        ("test", 1),
+                        ("st", st),
+                        ("both", both),
+                        ("warps", w),
+                        ("threads", 128 * ((w + 3) / 4)),
+                    ]),
+                    Metric::SlopeRate {
+                        key: "rounds",
+                        lo: 64,
+                        hi: 128,
+                        amount: (w * 32 * 8 * 16 * 64) as f64,
+                    },
+                );
+            }
+        }
+    }
+    // barrier.cluster.arrive + wait, back to back: the default arrive (a release: the memory
+    // barrier first) and the relaxed one.
+    for size in [1i64, 2, 4, 8, 16] {
+        for (threads, relaxed) in [(128i64, 0i64), (384, 0), (128, 1)] {
+            let form = if relaxed == 1 { ", relaxed" } else { "" };
+            let tail = if relaxed == 1 { "_relaxed" } else { "" };
+            add(
+                "cluster_barrier",
+                format!("{size} CTAs x {threads} threads{form}"),
+                "cycles",
+                "cluster",
+                v("cluster_barrier", &format!("{size}_t{threads}{tail}")),
+                "cluster",
+                sets(&[
+                    ("test", 2),
+                    ("cluster", size),
+                    ("threads", threads),
+                    ("relaxed", relaxed),
+                ]),
+                Metric::per_iteration(1000, 0.0),
+            );
+        }
+    }
+    // Two CTAs' threads handing an mbarrier phase to each other by .release.cluster remote
+    // arrives: the round trip.
+    for size in [2i64, 4, 8, 16] {
+        add(
+            "cluster_remote_arrive",
+            format!("ping-pong, cluster of {size}, .release.cluster"),
+            "cycles",
+            "cluster",
+            v("remote_pingpong", &size.to_string()),
+            "cluster",
+            sets(&[("test", 3), ("cluster", size), ("scope", 1)]),
+            Metric::per_iteration(1000, 0.0),
+        );
+    }
     s
 }

@@ -52,6 +52,10 @@ const STORED: &[(&str, &str)] = &[
         include_str!("../../../calibration/data/h200-softmax.csv"),
     ),
     (
+        "cluster",
+        include_str!("../../../calibration/data/h100-cluster.csv"),
+    ),
+    (
         "softmax_h100",
         include_str!("../../../calibration/data/h100-softmax.csv"),
     ),

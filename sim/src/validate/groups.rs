@@ -494,6 +494,44 @@ pub(super) const GROUPS: &[Group] = &[
                the model, not explained",
     },
     Group {
+        name: "cluster_dsmem_lat",
+        bound: Bound::Relative(0.10),
+        note: "a pointer chase through the last cluster rank's shared memory (clusters of 2 to \
+               16), over the same chase through the CTA's own: 156-171 cycles a hop on the chip \
+               (an H100, h100-cluster.csv), cluster.dsmem_latency less the ld.shared the model \
+               charges either way",
+    },
+    Group {
+        name: "cluster_dsmem_bw",
+        bound: Bound::Relative(0.10),
+        note: "bytes per cycle of 1 to 32 warps of one SM loading from (or storing to) the next \
+               rank's shared memory, 16 B a lane, 8 in flight a thread; `both`: the two SMs \
+               each at the other. Stores and many warps' loads reach 21.3 B/cycle an SM (the \
+               SM's DSMEM link); one warp's loads 5.3 (two in flight a warp). Not modeled: \
+               loads both ways at once reach 17 B/cycle on the chip, 20-21 in the model (+18% at \
+               16 and 32 warps), and 8 warps' loads one way 21.2 against the model's 16.7",
+    },
+    Group {
+        name: "cluster_barrier",
+        bound: Bound::Relative(0.10),
+        note: "barrier.cluster.arrive + wait back to back, clusters of 1 to 16 CTAs: relaxed \
+               92-104 cycles (cluster.barrier_latency 99); the default arrive is a release whose \
+               memory barrier (MEMBAR.ALL.GPU + ERRBAR) adds ~670 (barriers.membar_cycles), \
+               and a partition's warps take theirs 238 cycles apart (barriers.membar_interval): \
+               772 at 4 warps a CTA, 1,246 at 12. Not modeled: the default arrive's cost grows \
+               with the cluster, 772 at 1 CTA to 928 at 16 (-17% at 16), where the relaxed one \
+               grows from 92 to 104",
+    },
+    Group {
+        name: "cluster_remote_arrive",
+        bound: Bound::Relative(0.10),
+        note: "round trip of two CTAs' threads handing an mbarrier phase to each other by \
+               remote `mbarrier.arrive.release.cluster` (clusters of 2 to 16): each way the \
+               sender's memory barrier (670), the arrive's trip (cluster.remote_arrive_latency \
+               134, fitted here) and the waiter's wake (103). The default CTA-scope arrive \
+               (CUTLASS's) has no memory barrier; its round trip is not measured yet",
+    },
+    Group {
         name: "divergence",
         bound: Bound::None,
         note: "not modeled: an if/else round of 32 dependent FFMAs a path takes 185 cycles \

@@ -35,6 +35,15 @@ pub(super) enum Metric {
         per: f64,
         minus: f64,
     },
+    /// (Δcycles − Δcycles of the same twin with `base` sets) / `per`: what a condition adds to
+    /// each step.
+    SlopeOver {
+        key: &'static str,
+        lo: i64,
+        hi: i64,
+        per: f64,
+        base: Vec<(String, i64)>,
+    },
     /// `amount` / Δcycles.
     SlopeRate {
         key: &'static str,
@@ -118,6 +127,7 @@ impl Metric {
             Metric::Single { per, minus } => cycles(0) / per - minus,
             Metric::SingleRate { amount } => amount / cycles(0).max(1.0),
             Metric::Degree { .. } => (delta(1, 0) / delta(3, 2).max(1.0)).round(),
+            Metric::SlopeOver { per, .. } => (delta(1, 0) - delta(3, 2)) / per,
             Metric::DramPerAsked { asked } => s[0].dram_read as f64 / asked,
             Metric::MmaSlopeOver { per, .. } => {
                 let mma = |i: usize| s[i].mma_cycles as f64;
@@ -174,6 +184,9 @@ impl Spec {
             | Metric::Lifetime(_)
             | Metric::LongestPer { .. } => vec![k(None)],
             Metric::Degree { key, lo, hi, base }
+            | Metric::SlopeOver {
+                key, lo, hi, base, ..
+            }
             | Metric::MmaSlopeOver {
                 key, lo, hi, base, ..
             } => vec![

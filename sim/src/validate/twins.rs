@@ -37,6 +37,7 @@ const TWINS: &[(&str, &str, &str)] = &[
     twin!("wgmma_arb", "scenarios/calibration/wgmma_arb.ron"),
     twin!("spill", "scenarios/calibration/spill.ron"),
     twin!("gemm_pipelined", "scenarios/gemm_pipelined.ron"),
+    twin!("cluster", "scenarios/calibration/cluster.ron"),
 ];
 
 /// Why a twin could not run.

@@ -208,7 +208,7 @@ impl Walk<'_> {
             | Inst::WgmmaWait { .. }
             | Inst::BarSync { .. }
             | Inst::BarArrive { .. }
-            | Inst::ClusterArrive
+            | Inst::ClusterArrive { .. }
             | Inst::ClusterWait
             | Inst::SetMaxNReg { .. }
             | Inst::CpAsyncCommit
