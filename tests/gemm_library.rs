@@ -293,6 +293,29 @@ fn stream_k_beats_a_second_round_of_one_tile() {
     assert!((1.2..1.6).contains(&gain), "stream-K gains {gain:.3}x");
 }
 
+/// Split-K on a skinny GEMM (1024 x 1024 x 8192: 32 tiles on 132 SMs): four CTAs a tile fill
+/// 128 SMs and the owners add three partials each; eight take two waves and lose again. Every
+/// split does its FLOPs once.
+#[test]
+fn split_k_fills_the_sms_for_a_skinny_gemm() {
+    let size = [("streamk", 0), ("m", 1024), ("n", 1024), ("k", 8192)];
+    let split = |splits| run("gemm_streamk", &[&size[..], &[("splits", splits)]].concat());
+    let (one, four, eight) = (split(1), split(4), split(8));
+    assert_eq!((one.ctas, four.ctas, eight.ctas), (32, 128, 256));
+    assert_eq!((four.waves, eight.waves), (1, 2));
+    assert_eq!((four.flops, eight.flops), (one.flops, one.flops));
+    assert_eq!(
+        (one.cycles, four.cycles, eight.cycles),
+        (135_324, 47_602, 72_286)
+    );
+    // Stream-K (the default) takes no splits.
+    let err = refused("gemm_streamk", &[("splits", 2)]);
+    assert!(
+        err.contains("splits must be 1 to kt (the k-blocks a tile), and 1 with stream-K"),
+        "{err}"
+    );
+}
+
 /// A tile's owner waits for its flag: with no peer adding to it the run ends in a deadlock
 /// that names the counter; an index past the array is an error naming it.
 #[test]
@@ -322,7 +345,7 @@ fn stream_k_flags_are_checked() {
     );
     let err = run::run_file(&past, &opts).unwrap_err().to_string();
     assert!(
-        err.contains("cycle 6489: CTA 99, warp consumer0.w0: counter index 232 is out of range: `flags` has 133 elements\n  = in role `consumer`: program[3] loop(s).body[6] if.then[3] if.then[0] atom.add"),
+        err.contains("cycle 6502: CTA 99, warp consumer0.w0: counter index 232 is out of range: `flags` has 133 elements\n  = in role `consumer`: program[3] loop(s).body[6] if.then[3] if.then[0] atom.add"),
         "{err}"
     );
 }

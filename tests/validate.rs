@@ -12,6 +12,7 @@ use sim::validate::{self, Bound, Data};
 const BOUNDS: &[(&str, Bound)] = &[
     ("wgmma", Bound::Relative(0.05)),
     ("wgmma_rs_floor", Bound::Relative(0.05)),
+    ("wgmma_dtype", Bound::Relative(0.05)),
     ("smem_port", Bound::Relative(0.05)),
     ("pipes", Bound::Relative(0.05)),
     ("smem_banks", Bound::Exact),
@@ -55,6 +56,7 @@ const BOUNDS: &[(&str, Bound)] = &[
     ("cluster_dsmem_bw", Bound::Relative(0.10)),
     ("cluster_barrier", Bound::Relative(0.10)),
     ("cluster_remote_arrive", Bound::Relative(0.10)),
+    ("membar", Bound::Relative(0.10)),
 ];
 
 #[test]

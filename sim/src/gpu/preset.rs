@@ -58,9 +58,12 @@ pub struct Cluster {
     /// Cycles from a remote `mbarrier.arrive` (`shared::cluster`) to its arrival counting.
     #[serde(default)]
     pub remote_arrive_latency: u64,
-    /// Cycles from the last warp's `barrier.cluster.arrive` to the waiters' release.
+    /// Cycles from the last warp's `barrier.cluster.arrive` to the waiters' release, plus
+    /// `barrier_per_warp` for each warp of a CTA.
     #[serde(default)]
     pub barrier_latency: u64,
+    #[serde(default)]
+    pub barrier_per_warp: u64,
     /// Cycles a multicast TMA box takes beyond a unicast one to land in the other CTAs.
     #[serde(default)]
     pub multicast_latency: u64,

@@ -5,7 +5,8 @@
 //! Issued here:
 //! - `barrier.cluster.arrive` / `barrier.cluster.wait`: a phase completes when every warp of the
 //!   cluster that has not exited has arrived (PTX: "all non-exited threads of the cluster");
-//!   its waiters resume `cluster.barrier_latency` cycles after the last arrival. A non-relaxed
+//!   its waiters resume `cluster.barrier_latency` cycles after the last arrival, plus
+//!   `cluster.barrier_per_warp` for each warp of a CTA (its SM counts them). A non-relaxed
 //!   arrive is a release: it arrives once its warp's memory barrier (`crate::sm::lsu`) is done.
 //! - A remote `mbarrier.arrive` (`Arrive(cta: ...)`): counted on the other CTA's mbarrier
 //!   `cluster.remote_arrive_latency` cycles after its issue, or after its memory barrier with
@@ -116,9 +117,9 @@ impl Engine<'_> {
     /// A warp of `cluster` arrived or exited: the phase may be complete.
     pub(crate) fn settle_cluster_barrier(&mut self, cluster: u32) {
         let c = &mut self.clusters[cluster as usize];
-        let settled = c
-            .barrier
-            .settle(c.live_warps, self.now, self.p.cluster.barrier_latency);
+        let per_cta = u64::from(c.live_warps / c.size.max(1));
+        let latency = self.p.cluster.barrier_latency + self.p.cluster.barrier_per_warp * per_cta;
+        let settled = c.barrier.settle(c.live_warps, self.now, latency);
         if let Some((waiters, at)) = settled {
             for w in waiters {
                 self.q.push(at, Event::Release(w));

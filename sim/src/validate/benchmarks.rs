@@ -116,6 +116,30 @@ pub(super) fn specs() -> Vec<Spec> {
             }
         }
     }
+    // wgmma by operand type (wgmma_dtype.cu on an H100, same SM as the H200): SS m64nNk32 e4m3
+    // and m64nNk8 tf32, back to back in groups of 32, as the bf16 rows above.
+    for (dtype, bytes) in [("e4m3", 1i64), ("tf32", 4)] {
+        for n in [64i64, 128, 256] {
+            for wgs in [1i64, 2] {
+                add(
+                    "wgmma_dtype",
+                    format!("{dtype} ss {wgs}wg N={n}"),
+                    "cycles/wgmma",
+                    "wgmma_dtype",
+                    v("wgmma_dtype", &format!("{dtype}_n{n}_{wgs}wg")),
+                    "wgmma",
+                    sets(&[("n", n), ("warpgroups", wgs), ("ab_bytes", bytes)]),
+                    Metric::Slope {
+                        key: "iters",
+                        lo: 8,
+                        hi: 16,
+                        per: 8.0 * 32.0 * wgs as f64,
+                        minus: 0.0,
+                    },
+                );
+            }
+        }
+    }
     // SS wgmma beside a TMA stream into slots it does not read (smem_port.cu), at the
     // highest-bandwidth stream, boxes of 256 rows from 1 issuing lane in each of 4 warps (4
     // producer warps in the model, which issues TMA per warp): cycles per wgmma from the slope
@@ -1552,7 +1576,7 @@ pub(super) fn specs() -> Vec<Spec> {
     // barrier.cluster.arrive + wait, back to back: the default arrive (a release: the memory
     // barrier first) and the relaxed one.
     for size in [1i64, 2, 4, 8, 16] {
-        for (threads, relaxed) in [(128i64, 0i64), (384, 0), (128, 1)] {
+        for (threads, relaxed) in [(128i64, 0i64), (384, 0), (128, 1), (384, 1)] {
             let form = if relaxed == 1 { ", relaxed" } else { "" };
             let tail = if relaxed == 1 { "_relaxed" } else { "" };
             add(
@@ -1572,17 +1596,33 @@ pub(super) fn specs() -> Vec<Spec> {
             );
         }
     }
-    // Two CTAs' threads handing an mbarrier phase to each other by .release.cluster remote
-    // arrives: the round trip.
-    for size in [2i64, 4, 8, 16] {
+    // Two CTAs' threads handing an mbarrier phase to each other by remote arrives, CUTLASS's
+    // (CTA-scope release) and .release.cluster: the round trip.
+    for (scope, form, tail) in [(0i64, "CTA scope", "_cta"), (1, ".release.cluster", "")] {
+        for size in [2i64, 4, 8, 16] {
+            add(
+                "cluster_remote_arrive",
+                format!("ping-pong, cluster of {size}, {form}"),
+                "cycles",
+                "cluster",
+                v("remote_pingpong", &format!("{size}{tail}")),
+                "cluster",
+                sets(&[("test", 3), ("cluster", size), ("scope", scope)]),
+                Metric::per_iteration(1000, 0.0),
+            );
+        }
+    }
+    // A GPU-scope memory barrier back to back, 1, 2 and 4 warps a partition: the chip's
+    // fence.release.cluster (MEMBAR.ALL.GPU + ERRBAR), the twin's Fence with no stores pending.
+    for threads in [128i64, 256, 512] {
         add(
-            "cluster_remote_arrive",
-            format!("ping-pong, cluster of {size}, .release.cluster"),
+            "membar",
+            format!("fence.release.cluster, {threads} threads"),
             "cycles",
             "cluster",
-            v("remote_pingpong", &size.to_string()),
+            v("fence", &format!("release_cluster_t{threads}")),
             "cluster",
-            sets(&[("test", 3), ("cluster", size), ("scope", 1)]),
+            sets(&[("test", 5), ("cluster", 1), ("threads", threads)]),
             Metric::per_iteration(1000, 0.0),
         );
     }

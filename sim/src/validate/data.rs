@@ -52,6 +52,10 @@ const STORED: &[(&str, &str)] = &[
         include_str!("../../../calibration/data/h200-softmax.csv"),
     ),
     (
+        "wgmma_dtype",
+        include_str!("../../../calibration/data/h100-wgmma_dtype.csv"),
+    ),
+    (
         "cluster",
         include_str!("../../../calibration/data/h100-cluster.csv"),
     ),

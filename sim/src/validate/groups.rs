@@ -36,6 +36,13 @@ pub(super) const GROUPS: &[Group] = &[
                its math (N/2)",
     },
     Group {
+        name: "wgmma_dtype",
+        bound: Bound::Relative(0.05),
+        note: "cycles per SS wgmma m64nNk32 e4m3 and m64nNk8 tf32 (N = 64, 128, 256), back to \
+               back, 1 and 2 warpgroups (an H100, h100-wgmma_dtype.csv): each takes a k16 bf16 \
+               wgmma's cycles, so e4m3 runs at twice bf16's FLOP rate and tf32 at half",
+    },
+    Group {
         name: "smem_port",
         bound: Bound::Relative(0.05),
         note: "cycles per SS wgmma m64nNk16 (N = 32 to 256, 1 and 2 warpgroups) while a TMA \
@@ -514,22 +521,29 @@ pub(super) const GROUPS: &[Group] = &[
     Group {
         name: "cluster_barrier",
         bound: Bound::Relative(0.10),
-        note: "barrier.cluster.arrive + wait back to back, clusters of 1 to 16 CTAs: relaxed \
-               92-104 cycles (cluster.barrier_latency 99); the default arrive is a release whose \
-               memory barrier (MEMBAR.ALL.GPU + ERRBAR) adds ~670 (barriers.membar_cycles), \
-               and a partition's warps take theirs 238 cycles apart (barriers.membar_interval): \
-               772 at 4 warps a CTA, 1,246 at 12. Not modeled: the default arrive's cost grows \
-               with the cluster, 772 at 1 CTA to 928 at 16 (-17% at 16), where the relaxed one \
-               grows from 92 to 104",
+        note: "barrier.cluster.arrive + wait back to back, clusters of 1 to 16 CTAs of 4 or 12 \
+               warps: relaxed 92-123 cycles (cluster.barrier_latency 92, barrier_per_warp 2 a \
+               warp of the CTA); the default arrive is a release whose memory barrier adds ~690 \
+               (see membar): 772 at 4 warps a CTA, 1,246 at 12. Not modeled: the default \
+               arrive's cost grows with the cluster, 772 at 1 CTA to 928 at 16 (-15% at 16), \
+               where the relaxed one grows from 92 to 104",
     },
     Group {
         name: "cluster_remote_arrive",
         bound: Bound::Relative(0.10),
         note: "round trip of two CTAs' threads handing an mbarrier phase to each other by \
-               remote `mbarrier.arrive.release.cluster` (clusters of 2 to 16): each way the \
-               sender's memory barrier (670), the arrive's trip (cluster.remote_arrive_latency \
-               134, fitted here) and the waiter's wake (103). The default CTA-scope arrive \
-               (CUTLASS's) has no memory barrier; its round trip is not measured yet",
+               remote arrives (clusters of 2 to 16): CUTLASS's CTA-scope arrive 734 cycles, \
+               each way cluster.remote_arrive_latency (263) and the waiter's wake (103); with \
+               `.release.cluster` 1,868-1,925, the sender's memory barrier (690) added each way",
+    },
+    Group {
+        name: "membar",
+        bound: Bound::Relative(0.10),
+        note: "a GPU-scope memory barrier (fence.release.cluster: MEMBAR.ALL.GPU, ERRBAR, \
+               CGAERRBAR) back to back by 4, 8 and 16 warps of one CTA: 700, 698 and 926 cycles \
+               an iteration; barriers.membar_cycles 690, a partition starting one every 231 \
+               (membar_interval), so four warps a partition take 924. Not modeled: \
+               __threadfence() (MEMBAR.SC.GPU) takes 771 at one warp a partition and 924 at two",
     },
     Group {
         name: "divergence",
