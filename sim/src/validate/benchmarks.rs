@@ -66,6 +66,17 @@ fn n_slope(lo: i64, hi: i64, per: f64) -> Metric {
 }
 
 /// Every row of the validation, in table order.
+/// Cycles per wgmma of wgmma.ron's `wgs` warpgroups: the slope between 8 and 16 groups of 32.
+fn per_wgmma(wgs: i64) -> Metric {
+    Metric::Slope {
+        key: "iters",
+        lo: 8,
+        hi: 16,
+        per: 8.0 * 32.0 * wgs as f64,
+        minus: 0.0,
+    }
+}
+
 pub(super) fn specs() -> Vec<Spec> {
     let mut s = Vec::new();
     let mut add = |group, name: String, unit, program, measured, twin, sets, metric| {
@@ -105,13 +116,7 @@ pub(super) fn specs() -> Vec<Spec> {
                     v(test, &n.to_string()),
                     "wgmma",
                     sets(&[("n", n), ("rs", rs), ("warpgroups", wgs)]),
-                    Metric::Slope {
-                        key: "iters",
-                        lo: 8,
-                        hi: 16,
-                        per: 8.0 * 32.0 * wgs as f64,
-                        minus: 0.0,
-                    },
+                    per_wgmma(wgs),
                 );
             }
         }
@@ -129,13 +134,7 @@ pub(super) fn specs() -> Vec<Spec> {
                     v("wgmma_dtype", &format!("{dtype}_n{n}_{wgs}wg")),
                     "wgmma",
                     sets(&[("n", n), ("warpgroups", wgs), ("ab_bytes", bytes)]),
-                    Metric::Slope {
-                        key: "iters",
-                        lo: 8,
-                        hi: 16,
-                        per: 8.0 * 32.0 * wgs as f64,
-                        minus: 0.0,
-                    },
+                    per_wgmma(wgs),
                 );
             }
         }
