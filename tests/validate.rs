@@ -72,6 +72,19 @@ fn every_bounded_group_is_within_its_bound_on_the_h200_preset() {
     }, {
         insta::assert_snapshot!("validate_table", v.table());
     });
+    // docs/validation.md shows the same table.
+    let doc = std::fs::read_to_string(root().join("docs/validation.md")).unwrap();
+    let shown = doc
+        .split_once("## The table")
+        .and_then(|(_, rest)| rest.split_once("```\n"))
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .map(|(table, _)| table)
+        .expect("docs/validation.md has the table in a code block under `## The table`");
+    assert_eq!(
+        shown.trim_end(),
+        v.table().trim_end(),
+        "docs/validation.md's table differs from `sim validate`'s"
+    );
     for (name, bound) in BOUNDS {
         let g = v
             .groups
