@@ -21,6 +21,9 @@
 //   remote_pingpong     <size>            cycles per round trip of two CTAs' threads handing
 //                        mbarrier phases to each other by remote arrive (rank 0 and rank size-1):
 //                        `.release.cluster` (<size>) or the default CTA-scope release (<size>_cta)
+//   arrive_cost         <form>_n<N>       cycles per arrive of one thread issuing N back to back
+//                        on a barrier that never completes: `local`, `remote_cta` (CUTLASS's),
+//                        `remote_release_cluster`
 //   mcast               <mode>_c<N>_<src>   cycles per 16 KiB tile (128 rows of 128 B) a CTA, clusters
 //                        of N on every SM they fit, 4 stages: `unicast` (each CTA loads the tile),
 //                        `unicast_sync` (the same, with multicast's cross-CTA empty barriers),
@@ -410,6 +413,51 @@ static void remote_pingpong() {
   CHECK(cudaFree(d));
 }
 
+// ---------------------------------------------------------------- arrive issue cost
+// One thread of rank 0 issues `n` mbarrier arrivals back to back on a barrier that never
+// completes (count 2^20 - 1): mode 0 its own CTA's (mbarrier.arrive.shared::cta), 1 the last
+// rank's through its cluster address (CUTLASS's remote arrive), 2 the same with
+// .release.cluster. Cycles per arrive: what an arrive holds its thread.
+__global__ void arrive_cost_kernel(int mode, int n, long long* out) {
+  __shared__ __align__(8) uint64_t bar;
+  if (threadIdx.x == 0) bar_init(saddr(&bar), (1u << 20) - 1);
+  __syncthreads();
+  cluster_sync();
+  if (threadIdx.x == 0 && cluster_rank() == 0) {
+    const uint32_t local = saddr(&bar), remote = mapa(local, cluster_size() - 1);
+    long long t0 = clock64();
+    for (int i = 0; i < n; i++) {
+      if (mode == 0) arrive(local);
+      else remote_arrive(remote, mode == 2);
+    }
+    long long t1 = clock64();
+    out[0] = t1 - t0;
+  }
+  cluster_sync();
+}
+
+static void arrive_cost() {
+  allow(arrive_cost_kernel, 0);
+  long long* d;
+  CHECK(cudaMalloc(&d, sizeof(long long)));
+  const char* names[] = {"local", "remote_cta", "remote_release_cluster"};
+  for (int mode = 0; mode < 3; mode++)
+    for (int n : {1000, 2000}) {
+      cudaLaunchAttribute attr[1];
+      cudaLaunchConfig_t c = config(2, 32, 0, 2, attr);
+      for (int rep = 0; rep < 2; rep++) {  // the first warms the clock up
+        CHECK(cudaLaunchKernelEx(&c, arrive_cost_kernel, mode, n, d));
+        LAUNCH_CHECK();
+      }
+      long long h;
+      CHECK(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost));
+      char p[48];
+      snprintf(p, sizeof p, "%s_n%d", names[mode], n);
+      row("arrive_cost", p, (double)h / n, "cycles");
+    }
+  CHECK(cudaFree(d));
+}
+
 // ---------------------------------------------------------------- multicast
 constexpr int STAGES = 4, TILE_ROWS = 128, TILE_BYTES = TILE_ROWS * 128;
 // Padding that keeps one CTA on an SM (as a GEMM's or FA3's mainloop does).
@@ -529,6 +577,7 @@ int main(int argc, char** argv) {
   cluster_barrier();
   fences();
   remote_pingpong();
+  arrive_cost();
   multicast(false);
   unsigned timeouts = 0;
   CHECK(cudaMemcpyFromSymbol(&timeouts, g_timeouts, sizeof timeouts));

@@ -1611,6 +1611,29 @@ pub(super) fn specs() -> Vec<Spec> {
             );
         }
     }
+    // One thread's remote arrives back to back, over its local ones (the loop's own
+    // instructions, which the twin does not carry, cancel).
+    for (mode, form, param) in [
+        (1i64, "CTA scope", "remote_cta_n2000"),
+        (2, ".release.cluster", "remote_release_cluster_n2000"),
+    ] {
+        add(
+            "remote_arrive_issue",
+            format!("arrives back to back, {form}, over local"),
+            "cycles",
+            "cluster",
+            Measured::Over("arrive_cost", param, "arrive_cost", "local_n2000"),
+            "cluster",
+            sets(&[("test", 6), ("cluster", 2), ("mode", mode)]),
+            Metric::SlopeOver {
+                key: "iters",
+                lo: 1000,
+                hi: 2000,
+                per: 1000.0,
+                base: sets(&[("test", 6), ("cluster", 2), ("mode", 0)]),
+            },
+        );
+    }
     // A GPU-scope memory barrier back to back, 1, 2 and 4 warps a partition: the chip's
     // fence.release.cluster (MEMBAR.ALL.GPU + ERRBAR), the twin's Fence with no stores pending.
     for threads in [128i64, 256, 512] {
