@@ -105,6 +105,13 @@ pub(crate) struct Warp {
 }
 
 impl Warp {
+    /// The warp's next instruction waits until `until` (or the later wait already set), in
+    /// `state`.
+    pub fn hold_until(&mut self, until: u64, state: State) {
+        self.sync_until = self.sync_until.max(until);
+        self.sync_state = state;
+    }
+
     /// A result this warp's later instructions read is ready at `ready`; while waiting for
     /// it the warp is in `kind` (the latest-arriving result names the stall).
     pub fn scoreboard(&mut self, ready: u64, kind: State) {

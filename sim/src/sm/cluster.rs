@@ -178,7 +178,8 @@ impl Engine<'_> {
         let sent = if membar {
             // The arrive's own cycles follow the barrier, in its state.
             let done = self.membar(w);
-            self.warps[w as usize].sync_until = done + self.p.barriers.arrive_cycles;
+            let until = done + self.p.barriers.arrive_cycles;
+            self.warps[w as usize].hold_until(until, State::Membar);
             done
         } else {
             self.hold_for(w, self.p.barriers.arrive_cycles);
@@ -249,9 +250,12 @@ impl Engine<'_> {
         }
         let cap = self.p.cluster.dsmem_loads_per_warp as usize;
         if !store && cap > 0 {
-            let pending = warp.dsmem_loads.iter().filter(|&&t| t > self.now);
-            if pending.clone().count() >= cap {
-                let first = pending.min().copied().unwrap_or(self.now);
+            let (pending, first) = warp
+                .dsmem_loads
+                .iter()
+                .filter(|&&t| t > self.now)
+                .fold((0, u64::MAX), |(n, first), &t| (n + 1, first.min(t)));
+            if pending >= cap {
                 return Outcome::StallUntil(State::MioThrottle, first);
             }
         }

@@ -167,9 +167,7 @@ impl Engine<'_> {
         let sm = self.warps[w as usize].sm;
         let addr = self.counter_base + c as u64 * 128;
         let ready = self.mem.read(sm, self.now, addr, 4, &mut self.rng);
-        let warp = &mut self.warps[w as usize];
-        warp.sync_until = warp.sync_until.max(ready);
-        warp.sync_state = State::LongScoreboard;
+        self.warps[w as usize].hold_until(ready, State::LongScoreboard);
         Ok(())
     }
 
@@ -185,11 +183,7 @@ impl Engine<'_> {
         let start = part.membar_free.max(self.now);
         part.membar_free = start + b.membar_interval;
         let done = start + b.membar_cycles;
-        let warp = &mut self.warps[w as usize];
-        if done > warp.sync_until {
-            warp.sync_until = done;
-            warp.sync_state = State::Membar;
-        }
+        self.warps[w as usize].hold_until(done, State::Membar);
         done
     }
 
@@ -249,8 +243,7 @@ impl Engine<'_> {
         };
         let warp = &mut self.warps[w as usize];
         warp.env[slot as usize] = value;
-        warp.sync_until = warp.sync_until.max(ready);
-        warp.sync_state = State::LongScoreboard;
+        warp.hold_until(ready, State::LongScoreboard);
         Ok(())
     }
 }

@@ -200,10 +200,7 @@ impl Engine<'_> {
     /// The warp's next instruction waits `cycles` in its mbarrier wait.
     pub(crate) fn hold_for(&mut self, w: u32, cycles: u64) {
         if cycles > 0 {
-            let until = self.now + cycles;
-            let warp = &mut self.warps[w as usize];
-            warp.sync_until = warp.sync_until.max(until);
-            warp.sync_state = State::MbarrierWait;
+            self.warps[w as usize].hold_until(self.now + cycles, State::MbarrierWait);
         }
     }
 

@@ -1535,13 +1535,7 @@ pub(super) fn specs() -> Vec<Spec> {
             Measured::Over("dsmem_lat", param, "dsmem_lat", "own_c2"),
             "cluster",
             sets(&[("test", 0), ("where", 2), ("cluster", size)]),
-            Metric::SlopeOver {
-                key: "hops",
-                lo: 1000,
-                hi: 2000,
-                per: 1000.0,
-                base: sets(&[("test", 0), ("where", 0), ("cluster", 2)]),
-            },
+            Metric::per_step_over("hops", sets(&[("test", 0), ("where", 0), ("cluster", 2)])),
         );
     }
     // Bytes per cycle of one reading SM: W warps x 32 lanes x 8 x 16 B a round.
@@ -1625,13 +1619,7 @@ pub(super) fn specs() -> Vec<Spec> {
             Measured::Over("arrive_cost", param, "arrive_cost", "local_n2000"),
             "cluster",
             sets(&[("test", 6), ("cluster", 2), ("mode", mode)]),
-            Metric::SlopeOver {
-                key: "iters",
-                lo: 1000,
-                hi: 2000,
-                per: 1000.0,
-                base: sets(&[("test", 6), ("cluster", 2), ("mode", 0)]),
-            },
+            Metric::per_step_over("iters", sets(&[("test", 6), ("cluster", 2), ("mode", 0)])),
         );
     }
     // A GPU-scope memory barrier back to back, 1, 2 and 4 warps a partition: the chip's

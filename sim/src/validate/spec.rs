@@ -117,6 +117,18 @@ impl Metric {
         }
     }
 
+    /// What a condition adds to each step of `key`: the slope between 1000 and 2000 steps,
+    /// less the same slope of the twin with `base` sets.
+    pub(super) fn per_step_over(key: &'static str, base: Vec<(String, i64)>) -> Metric {
+        Metric::SlopeOver {
+            key,
+            lo: 1000,
+            hi: 2000,
+            per: 1000.0,
+            base,
+        }
+    }
+
     /// The simulated value from the samples of [`Spec::runs`], in that order.
     fn value(&self, s: &[Sample]) -> f64 {
         let cycles = |i: usize| s[i].cycles as f64;
