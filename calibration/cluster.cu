@@ -23,7 +23,11 @@
 //                        `.release.cluster` (<size>) or the default CTA-scope release (<size>_cta)
 //   arrive_cost         <form>_n<N>       cycles per arrive of one thread issuing N back to back
 //                        on a barrier that never completes: `local`, `remote_cta` (CUTLASS's),
-//                        `remote_release_cluster`
+//                        `remote_release_cluster`, `cutlass_lanes` (lanes 0, 8, .. of one warp
+//                        arrive on ranks 0, 1, .. in one instruction, as CUTLASS's consumers
+//                        release a stage), `self_cluster_addr` (its own barrier by its cluster
+//                        address); `_gap<G>_w<W>_c<C>`: G dependent FFMAs between arrives, W
+//                        warps' lane 0 each issuing N (the slowest warp's cycles), clusters of C
 //   mcast               <mode>_c<N>_<src>   cycles per 16 KiB tile (128 rows of 128 B) a CTA, clusters
 //                        of N on every SM they fit, 4 stages: `unicast` (each CTA loads the tile),
 //                        `unicast_sync` (the same, with multicast's cross-CTA empty barriers),
@@ -418,20 +422,32 @@ static void remote_pingpong() {
 // completes (count 2^20 - 1): mode 0 its own CTA's (mbarrier.arrive.shared::cta), 1 the last
 // rank's through its cluster address (CUTLASS's remote arrive), 2 the same with
 // .release.cluster. Cycles per arrive: what an arrive holds its thread.
-__global__ void arrive_cost_kernel(int mode, int n, long long* out) {
+// Lane 0 of `warps` warps of rank 0 each issue `n` arrives, `gap` dependent FFMAs apart, on a
+// barrier that never completes (its own CTA's, or the last rank's). Mode 3 is CUTLASS's consumer
+// release (spread_arrivals_to_warpgroup): lanes 0, 8, 16, 24 of a warp each arrive on one rank's
+// barrier (rank lane / 8, its own included) in one instruction; mode 4 arrives on its own
+// barrier through its cluster address.
+__global__ void arrive_cost_kernel(int mode, int n, int gap, int warps, long long* out) {
   __shared__ __align__(8) uint64_t bar;
   if (threadIdx.x == 0) bar_init(saddr(&bar), (1u << 20) - 1);
   __syncthreads();
   cluster_sync();
-  if (threadIdx.x == 0 && cluster_rank() == 0) {
-    const uint32_t local = saddr(&bar), remote = mapa(local, cluster_size() - 1);
+  const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const bool active = mode == 3 ? lane % 8 == 0 && (uint32_t)lane / 8 < cluster_size() : lane == 0;
+  if (active && w < warps && cluster_rank() == 0) {
+    const uint32_t local = saddr(&bar);
+    const uint32_t target = mapa(local, mode == 3 ? lane / 8 : mode == 4 ? 0 : cluster_size() - 1);
+    float x = (float)threadIdx.x;
     long long t0 = clock64();
     for (int i = 0; i < n; i++) {
       if (mode == 0) arrive(local);
-      else remote_arrive(remote, mode == 2);
+      else remote_arrive(target, mode == 2);
+#pragma unroll 1
+      for (int g = 0; g < gap; g++) x = fmaf(x, 1.0001f, 0.5f);
     }
     long long t1 = clock64();
-    out[0] = t1 - t0;
+    if (lane == 0) out[w] = t1 - t0;
+    if (x == 1.2345f) out[8] = 0;
   }
   cluster_sync();
 }
@@ -439,21 +455,32 @@ __global__ void arrive_cost_kernel(int mode, int n, long long* out) {
 static void arrive_cost() {
   allow(arrive_cost_kernel, 0);
   long long* d;
-  CHECK(cudaMalloc(&d, sizeof(long long)));
-  const char* names[] = {"local", "remote_cta", "remote_release_cluster"};
-  for (int mode = 0; mode < 3; mode++)
-    for (int n : {1000, 2000}) {
+  CHECK(cudaMalloc(&d, 16 * sizeof(long long)));
+  const char* names[] = {"local", "remote_cta", "remote_release_cluster", "cutlass_lanes", "self_cluster_addr"};
+  struct Shape {
+    int n, gap, warps, csize;
+  };
+  for (int mode = 0; mode < 5; mode++)
+    for (Shape sh : {Shape{1000, 0, 1, 2}, Shape{2000, 0, 1, 2}, Shape{1000, 25, 1, 2}, Shape{1000, 50, 1, 2},
+                     Shape{1000, 0, 4, 2}, Shape{1000, 0, 1, 4}}) {
+      if (mode == 2 && (sh.gap || sh.warps > 1 || sh.csize > 2)) continue;
+      if ((mode == 0 || mode == 4) && sh.csize > 2) continue;
       cudaLaunchAttribute attr[1];
-      cudaLaunchConfig_t c = config(2, 32, 0, 2, attr);
+      cudaLaunchConfig_t c = config(sh.csize, 128, 0, sh.csize, attr);
       for (int rep = 0; rep < 2; rep++) {  // the first warms the clock up
-        CHECK(cudaLaunchKernelEx(&c, arrive_cost_kernel, mode, n, d));
+        CHECK(cudaLaunchKernelEx(&c, arrive_cost_kernel, mode, sh.n, sh.gap, sh.warps, d));
         LAUNCH_CHECK();
       }
-      long long h;
-      CHECK(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost));
-      char p[48];
-      snprintf(p, sizeof p, "%s_n%d", names[mode], n);
-      row("arrive_cost", p, (double)h / n, "cycles");
+      long long h[4];
+      CHECK(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
+      long long mx = 0;
+      for (int w = 0; w < sh.warps; w++) mx = std::max(mx, h[w]);
+      char p[64];
+      if (sh.gap || sh.warps > 1 || sh.csize > 2)
+        snprintf(p, sizeof p, "%s_n%d_gap%d_w%d_c%d", names[mode], sh.n, sh.gap, sh.warps, sh.csize);
+      else
+        snprintf(p, sizeof p, "%s_n%d", names[mode], sh.n);
+      row("arrive_cost", p, (double)mx / sh.n, "cycles");
     }
   CHECK(cudaFree(d));
 }
@@ -483,7 +510,7 @@ __global__ void mcast_kernel(const __grid_constant__ CUtensorMap map, int mode, 
     const int slice = TILE_ROWS / n;
     auto issue = [&](int t) {
       int s = t % STAGES;
-      int row0 = (int)((cid * region + t % region) * TILE_ROWS);
+      int row0 = (int)((cid * region + (t & (region - 1))) * TILE_ROWS);
       arrive_expect(saddr(&full[s]), TILE_BYTES);
       uint32_t dst = saddr(slots + s * TILE_BYTES);
       if (mode == 2 || mode == 4)
@@ -496,7 +523,10 @@ __global__ void mcast_kernel(const __grid_constant__ CUtensorMap map, int mode, 
     for (int t = 0; t < tiles; t++) {
       int s = t % STAGES;
       uint32_t ph = (t / STAGES) & 1;
-      wait_phase(saddr(&full[s]), ph, mode < 3);
+      // Acquire at cluster scope only with the .release.cluster arrives (modes 1 and 2): unicast's
+      // and CUTLASS's full barriers are waited for at CTA scope (a cluster-scope try_wait adds
+      // CCTL.IVALL).
+      wait_phase(saddr(&full[s]), ph, mode == 1 || mode == 2);
       if (mode > 0)
         for (uint32_t r = 0; r < n; r++) remote_arrive(mapa(saddr(&empty[s]), r), mode < 3);
       if (t + STAGES < tiles) {

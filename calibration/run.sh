@@ -2,13 +2,13 @@
 # Builds and runs the calibration microbenchmarks on a Hopper GPU (sm_90a). Writes one CSV per
 # program (`<name>.csv`), run.log's timings and toolchain.txt to $OUT (default ./out); builds
 # into $BUILD (default /tmp/calibration-build). BENCH="core wgmma" runs a subset of
-# mem_bw core wgmma mem tma smem_port memsys mbar_cost fa3 dram_map wgmma_arb tma_box launch l2_pages mma_sync fundamentals l1_rate lsu_queue loaded_lat sreg cluster l1_cache branch wgmma_dtype. The stored copies in data/ add a header naming the run.
+# mem_bw core wgmma mem tma smem_port memsys mbar_cost fa3 dram_map wgmma_arb tma_box launch l2_pages mma_sync fundamentals l1_rate lsu_queue loaded_lat sreg cluster l1_cache branch wgmma_dtype l2_share sched. The stored copies in data/ add a header naming the run.
 set -euo pipefail
 cd "$(dirname "$0")"
 out=$(mkdir -p "${OUT:-out}" && cd "${OUT:-out}" && pwd)
 build=${BUILD:-/tmp/calibration-build}
 mkdir -p "$build"
-benches=${BENCH:-mem_bw core wgmma mem tma smem_port memsys mbar_cost fa3 dram_map wgmma_arb tma_box launch l2_pages mma_sync fundamentals l1_rate lsu_queue loaded_lat sreg cluster l1_cache branch wgmma_dtype}
+benches=${BENCH:-mem_bw core wgmma mem tma smem_port memsys mbar_cost fa3 dram_map wgmma_arb tma_box launch l2_pages mma_sync fundamentals l1_rate lsu_queue loaded_lat sreg cluster l1_cache branch wgmma_dtype l2_share sched}
 arch=-gencode=arch=compute_90a,code=sm_90a
 {
   date -u +%Y-%m-%dT%H:%M:%SZ

@@ -771,7 +771,13 @@ fn ncu_names_the_known_metrics() {
         ),
         (
             "lts__t_sectors.avg.pct_of_peak_sustained_elapsed",
-            100.0 * num("/l2/bytes") / num("/cycles") / 7446.0,
+            100.0 * num("/l2/bytes")
+                / num("/cycles")
+                / sim::gpu::preset::Preset::builtin("h100-sxm")
+                    .unwrap()
+                    .memory
+                    .l2
+                    .bytes_per_cycle,
         ),
         ("lts__t_sector_hit_rate.pct", 100.0 * num("/l2/hit_rate")),
         ("dram__bytes_read.sum", num("/dram/read_bytes")),

@@ -87,10 +87,10 @@ fn tails_and_batches_are_clipped_at_the_tensors_edges() {
 #[test]
 fn ping_pong_hides_the_epilogue_that_the_cooperative_kernel_exposes() {
     // 1024 tiles of 128 x 128 at K = 512, 7.8 a CTA: the epilogue is a large share of each
-    // tile. Both kernels persistent, with the same tile and ring. With 64-column subtiles both
-    // run at the L2's bandwidth (the generic bound's binding unit); with CUTLASS's 32-column
-    // subtiles the cooperative kernel's longer epilogue holds its tensor pipe, while ping-pong
-    // runs one warpgroup's epilogue beside the other's mainloop and does not slow down.
+    // tile. Both kernels persistent, with the same tile and ring. Both run at the L2's
+    // bandwidth (its read-outs are shared within a GPC only); with CUTLASS's 32-column subtiles
+    // the cooperative kernel's longer epilogue still costs it 3%, while ping-pong runs one
+    // warpgroup's epilogue beside the other's mainloop and does not slow down.
     let at = |name: &str, epi_n: i64| {
         let mut p = shape(
             4096,
@@ -109,10 +109,10 @@ fn ping_pong_hides_the_epilogue_that_the_cooperative_kernel_exposes() {
         at("gemm", 32),
         at("gemm_pingpong", 32),
     ];
-    assert_eq!(figures, [44_194, 43_912, 49_612, 43_914]);
+    assert_eq!(figures, [57_630, 57_468, 59_248, 57_155]);
     let [coop64, pp64, coop32, pp32] = figures.map(|c| c as f64);
     assert!((pp64 / coop64 - 1.0).abs() < 0.02);
-    assert!(coop32 > 1.08 * coop64);
+    assert!(coop32 > 1.025 * coop64);
     assert!((pp32 / pp64 - 1.0).abs() < 0.02);
 }
 
@@ -289,8 +289,11 @@ fn stream_k_beats_a_second_round_of_one_tile() {
     assert_eq!((sk.ctas, dp.ctas, dp.waves), (132, 133, 2));
     assert_eq!(sk.flops, dp.flops);
     assert_eq!(sk.flops, 2 * 896 * 4864 * 2048);
+    // Stream-K gains little since each consumer warp releases a stage through a cluster address
+    // (CUTLASS's PipelineTmaAsync for a cluster of one: ~90 cycles a warp) and the L2 shares a
+    // read-out only within a GPC: its CTAs, at different k, wait on their loads.
     let gain = dp.cycles as f64 / sk.cycles as f64;
-    assert!((1.2..1.6).contains(&gain), "stream-K gains {gain:.3}x");
+    assert!((1.0..1.1).contains(&gain), "stream-K gains {gain:.3}x");
 }
 
 /// Split-K on a skinny GEMM (1024 x 1024 x 8192: 32 tiles on 132 SMs): four CTAs a tile fill
@@ -306,7 +309,7 @@ fn split_k_fills_the_sms_for_a_skinny_gemm() {
     assert_eq!((four.flops, eight.flops), (one.flops, one.flops));
     assert_eq!(
         (one.cycles, four.cycles, eight.cycles),
-        (135_324, 47_602, 72_286)
+        (135_372, 49_233, 86_440)
     );
     // Stream-K (the default) takes no splits.
     let err = refused("gemm_streamk", &[("splits", 2)]);
@@ -345,7 +348,7 @@ fn stream_k_flags_are_checked() {
     );
     let err = run::run_file(&past, &opts).unwrap_err().to_string();
     assert!(
-        err.contains("cycle 6502: CTA 99, warp consumer0.w0: counter index 232 is out of range: `flags` has 133 elements\n  = in role `consumer`: program[3] loop(s).body[6] if.then[3] if.then[0] atom.add"),
+        err.contains("cycle 7414: CTA 114, warp consumer0.w0: counter index 247 is out of range: `flags` has 133 elements\n  = in role `consumer`: program[3] loop(s).body[6] if.then[3] if.then[0] atom.add"),
         "{err}"
     );
 }

@@ -110,7 +110,7 @@ fn unknown_fields_inside_instructions_are_rejected() {
     check_text(
         "unknown_field.ron",
         &text,
-        &["Unexpected field named `bogus` in `Arrive`, expected one of `bar`, `elect`, `cta`, or `scope` instead"],
+        &["Unexpected field named `bogus` in `Arrive`, expected one of `bar`, `elect`, `cta`, `ranks`, or `scope` instead"],
     );
     let wait = mini("1", "").replace("Fma(1)", "Wait(bar: \"b\", parity: 0, pol: Test)");
     check_text(
@@ -542,7 +542,7 @@ fn a_spin_without_progress_is_a_livelock_naming_its_warps() {
     let err = fails_with(
         &["run", LIVELOCK, "--no-trace"],
         &[
-            "livelock at cycle 10000796: no progress for 10000241 cycles (since cycle 555",
+            "livelock at cycle 10000796: no progress for 10000240 cycles (since cycle 556",
             "while 4 warps keep running:",
             "CTA 0 warp w0.w3 at role `w`: program[0] if.then[0] loop(i).body[1] if: in state long_scoreboard",
             "atomic counter done = 263",
@@ -553,7 +553,7 @@ fn a_spin_without_progress_is_a_livelock_naming_its_warps() {
     // The window is the option's, and `sim check` diagnoses it too instead of passing.
     fails_with(
         &["run", LIVELOCK, "--no-trace", "--livelock-cycles", "1000"],
-        &["livelock at cycle 1594: no progress for 1039 cycles (since cycle 555"],
+        &["livelock at cycle 1594: no progress for 1038 cycles (since cycle 556"],
     );
     fails_with(&["check", LIVELOCK], &["livelock at cycle 10000796"]);
 }

@@ -56,6 +56,9 @@ const BOUNDS: &[(&str, Bound)] = &[
     ("cluster_dsmem_bw", Bound::Relative(0.10)),
     ("cluster_barrier", Bound::Relative(0.10)),
     ("cluster_remote_arrive", Bound::Relative(0.10)),
+    ("remote_arrive_issue", Bound::Relative(0.15)),
+    ("scheduler", Bound::Relative(0.05)),
+    ("l2_share", Bound::Relative(0.10)),
     ("membar", Bound::Relative(0.10)),
 ];
 

@@ -410,6 +410,8 @@ pub enum Inst {
         count: u32,
         /// The cluster rank whose mbarrier it is, for a remote arrive.
         cta: Option<Code>,
+        /// A mask of cluster ranks, one arrival on each one's mbarrier (one lane a rank).
+        ranks: Option<Code>,
         /// A release at cluster scope: a GPU-scope memory barrier before the arrive.
         membar: bool,
     },

@@ -543,15 +543,20 @@ pub enum Instr {
     /// Waits until at most `n` of the warp's bulk async-groups are pending.
     TmaStoreWait(Expr),
     /// mbarrier arrive; by every thread of the warp (32 arrivals) or, with `elect`, by one.
-    /// With `cta`, on that cluster rank's mbarrier (`mapa` + a `shared::cluster` arrive).
-    /// `scope` is its release's: `Cta` (PTX's default, CUTLASS's `ClusterBarrier::arrive`) or
-    /// `Cluster` (`.release.cluster`, which puts a GPU-scope memory barrier before the arrive).
+    /// With `cta`, on that cluster rank's mbarrier (`mapa` + a `shared::cluster` arrive). With
+    /// `ranks`, a mask of cluster ranks: one lane for each rank arrives on that rank's mbarrier
+    /// (one arrival each), all in one instruction, as CUTLASS's consumers release a stage to
+    /// the CTAs that multicast into it. `scope` is its release's: `Cta` (PTX's default,
+    /// CUTLASS's `ClusterBarrier::arrive`) or `Cluster` (`.release.cluster`, which puts a
+    /// GPU-scope memory barrier before the arrive).
     Arrive {
         bar: Ref,
         #[serde(default)]
         elect: bool,
         #[serde(default)]
         cta: Option<Expr>,
+        #[serde(default)]
+        ranks: Option<Expr>,
         #[serde(default)]
         scope: Scope,
     },

@@ -203,13 +203,28 @@ impl Compiler<'_> {
                 bar,
                 elect,
                 cta,
+                ranks,
                 scope,
-            } => Inst::Arrive {
-                bar: self.bar(bar, path)?,
-                count: if *elect { 1 } else { WARP_SIZE },
-                cta: self.optional(cta, path)?,
-                membar: *scope == Scope::Cluster,
-            },
+            } => {
+                if cta.is_some() && ranks.is_some() {
+                    return Err(Diagnostic::new(
+                        self.file,
+                        "mbarrier.arrive takes `cta` (one rank) or `ranks` (a mask), not both",
+                    )
+                    .in_path(path));
+                }
+                Inst::Arrive {
+                    bar: self.bar(bar, path)?,
+                    count: if *elect || ranks.is_some() {
+                        1
+                    } else {
+                        WARP_SIZE
+                    },
+                    cta: self.optional(cta, path)?,
+                    ranks: self.optional(ranks, path)?,
+                    membar: *scope == Scope::Cluster,
+                }
+            }
             Instr::ArriveExpectTx { bar, bytes } => Inst::ArriveExpectTx {
                 bar: self.bar(bar, path)?,
                 bytes: self.code(bytes, Names::Program, path)?,

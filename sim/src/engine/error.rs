@@ -129,8 +129,12 @@ pub enum Fault {
     CounterOverflow,
     #[error("cluster rank {rank} is out of range: the cluster has {size} CTAs (0..{size})")]
     ClusterRank { rank: i64, size: u32 },
-    #[error("multicast mask {mask:#x} names no CTA or a rank outside the cluster of {size} CTAs")]
-    MulticastMask { mask: i64, size: u32 },
+    #[error("{what} mask {mask:#x} names no CTA or a rank outside the cluster of {size} CTAs")]
+    RankMask {
+        what: &'static str,
+        mask: i64,
+        size: u32,
+    },
     #[error("{what} on CTA rank {rank} of the cluster, which has exited (its shared memory is gone: a cluster barrier before exit keeps it)")]
     RemoteExited { what: &'static str, rank: u32 },
     #[error(

@@ -20,20 +20,20 @@ use isa::program::{slot, SCOREBOARDS, WARPS_PER_WARPGROUP};
 use std::collections::VecDeque;
 
 impl Engine<'_> {
-    /// Dispatches CTAs in block-id order, each to the SM with room that holds the fewest
-    /// (lowest id on a tie): the first wave spreads over all SMs, later CTAs refill as CTAs retire.
+    /// Dispatches CTAs in block-id order, each to the SM with room that holds the fewest (the
+    /// first in `dispatch_order` on a tie: one GPC after another): the first wave spreads over
+    /// all SMs, later CTAs refill as CTAs retire.
     /// A cluster's CTAs launch together, on one GPC (`place_cluster`).
     pub(crate) fn launch_ctas(&mut self) {
         let size = self.k.cluster;
         while self.next_block < self.k.grid {
-            let resident = self.sms.iter().map(|s| s.resident);
+            let resident: Vec<u32> = self.sms.iter().map(|s| s.resident).collect();
             let sms = if size == 1 {
-                match least_loaded_sm(resident, self.occ.ctas) {
+                match least_loaded_sm(&resident, &self.dispatch_order, self.occ.ctas) {
                     Some(sm) => vec![sm],
                     None => return,
                 }
             } else {
-                let resident: Vec<u32> = resident.collect();
                 match place_cluster(&resident, &self.gpcs, self.occ.ctas, size) {
                     Some(sms) => sms,
                     None => return,

@@ -29,7 +29,7 @@ pub mod stats;
 pub use error::{Fault, SimError};
 pub use stats::{RunStats, UnitBusy, WarpResult};
 
-use crate::gpu::cta_scheduler::{max_active_clusters, occupancy, Occupancy};
+use crate::gpu::cta_scheduler::{dispatch_order, max_active_clusters, occupancy, Occupancy};
 use crate::gpu::preset::Preset;
 use crate::memory::system::MemSys;
 use crate::observe::sanitizer::{Finding, Sanitizer};
@@ -139,8 +139,10 @@ pub struct Engine<'a> {
     pub(crate) tma_loads: Slab<TmaLoad>,
     /// The clusters alive now (`crate::sm::cluster`), and remote mbarrier arrivals on their way.
     pub(crate) clusters: Live<Cluster>,
-    /// The SMs of each GPC (`preset::Cluster::gpcs`).
+    /// The SMs of each GPC (`preset::Cluster::gpcs`), and the order in which the first wave
+    /// takes the SMs (`cta_scheduler::dispatch_order`).
     pub(crate) gpcs: Vec<u32>,
+    pub(crate) dispatch_order: Vec<usize>,
     pub(crate) remote_arrivals: Slab<RemoteArrival>,
     pub(crate) sanitizer: Option<Sanitizer>,
     pub(crate) tracer: Option<Tracer>,
@@ -276,6 +278,11 @@ impl<'a> Engine<'a> {
             tma_loads: Slab::default(),
             clusters: Live::default(),
             gpcs: p.cluster.gpcs(p.sm.count),
+            dispatch_order: dispatch_order(
+                &p.cluster.gpcs(p.sm.count),
+                &p.cluster.dispatch_gpcs,
+                p.sm.count as usize,
+            ),
             remote_arrivals: Slab::default(),
             sanitizer: cfg.check.then(|| Sanitizer::new(names.clone())),
             names,

@@ -374,6 +374,7 @@ impl Engine<'_> {
                 bar,
                 count,
                 cta: None,
+                ranks: None,
                 membar: false,
             } => {
                 self.issue_arrive(w, bar, *count)?;
@@ -383,9 +384,10 @@ impl Engine<'_> {
                 bar,
                 count,
                 cta,
+                ranks,
                 membar,
             } => {
-                self.issue_remote_arrive(w, bar, *count, cta.as_ref(), *membar)?;
+                self.issue_remote_arrive(w, bar, *count, cta.as_ref(), ranks.as_ref(), *membar)?;
                 true
             }
             Inst::ClusterArrive { membar } => {

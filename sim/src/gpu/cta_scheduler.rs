@@ -46,15 +46,66 @@ pub fn occupancy(k: &Kernel, p: &Preset) -> Occupancy {
     }
 }
 
+/// The order in which the first wave's CTAs take the SMs. `gpcs` lists each GPC's SMs
+/// (consecutive SM ids); `sequence` the GPC of each CTA of the first wave, as the chip hands
+/// them out (`cluster.dispatch_gpcs`): each takes the next SM of its GPC. Without a sequence
+/// the GPCs take turns, one SM each; SMs the sequence leaves out come last, in order. Without
+/// GPCs, SM order.
+pub fn dispatch_order(gpcs: &[u32], sequence: &[u32], sms: usize) -> Vec<usize> {
+    let starts: Vec<usize> = gpcs
+        .iter()
+        .scan(0usize, |at, &n| {
+            let start = *at;
+            *at += n as usize;
+            Some(start)
+        })
+        .collect();
+    let round_robin: Vec<u32> = (0..gpcs.iter().max().copied().unwrap_or(0))
+        .flat_map(|r| {
+            (0u32..)
+                .zip(gpcs)
+                .filter(move |(_, &n)| r < n)
+                .map(|(g, _)| g)
+        })
+        .collect();
+    let sequence = if sequence.is_empty() {
+        &round_robin
+    } else {
+        sequence
+    };
+    let mut next = starts.clone();
+    let mut taken = vec![false; sms];
+    let mut order = Vec::with_capacity(sms);
+    for &g in sequence {
+        let g = g as usize;
+        let Some(&end) = starts
+            .get(g)
+            .zip(gpcs.get(g))
+            .map(|(s, &n)| s + n as usize)
+            .as_ref()
+        else {
+            continue;
+        };
+        if next[g] < end.min(sms) {
+            taken[next[g]] = true;
+            order.push(next[g]);
+            next[g] += 1;
+        }
+    }
+    order.extend((0..sms).filter(|&sm| !taken[sm]));
+    order
+}
+
 /// The SM the next CTA goes to, given each SM's resident CTAs: the one with room that holds the
-/// fewest (lowest index on a tie), so the first wave spreads over all SMs and later CTAs refill
-/// SMs as CTAs retire. `None` when every SM is full.
-pub fn least_loaded_sm(resident: impl Iterator<Item = u32>, limit: u32) -> Option<usize> {
-    resident
-        .enumerate()
+/// fewest (the first in `order`, from [`dispatch_order`], on a tie), so the first wave spreads
+/// over all SMs and later CTAs refill SMs as CTAs retire. `None` when every SM is full.
+pub fn least_loaded_sm(resident: &[u32], order: &[usize], limit: u32) -> Option<usize> {
+    order
+        .iter()
+        .map(|&sm| (sm, resident[sm]))
         .filter(|&(_, r)| r < limit)
         .min_by_key(|&(_, r)| r)
-        .map(|(i, _)| i)
+        .map(|(sm, _)| sm)
 }
 
 /// The SMs for the next cluster of `size` CTAs, given each SM's resident CTAs, the SMs of
@@ -82,9 +133,10 @@ pub fn place_cluster(
     }
     let (_, sms) = best?;
     let mut load = resident[sms.clone()].to_vec();
+    let order: Vec<usize> = (0..load.len()).collect();
     let placed = (0..size)
         .map(|_| {
-            let i = least_loaded_sm(load.iter().copied(), limit).expect("the GPC has the room");
+            let i = least_loaded_sm(&load, &order, limit).expect("the GPC has the room");
             load[i] += 1;
             sms.start + i
         })
@@ -135,11 +187,33 @@ mod tests {
 
     #[test]
     fn the_next_cta_goes_to_the_least_loaded_sm_with_room() {
-        let pick = |r: &[u32], limit| least_loaded_sm(r.iter().copied(), limit);
+        let pick = |r: &[u32], limit| {
+            let order: Vec<usize> = (0..r.len()).collect();
+            least_loaded_sm(r, &order, limit)
+        };
         assert_eq!(pick(&[1, 0, 0, 1], 2), Some(1));
         assert_eq!(pick(&[2, 1, 2], 2), Some(1));
         assert_eq!(pick(&[2, 2], 2), None);
         assert_eq!(pick(&[], 2), None);
+        // Ties go to the first SM in the dispatch order.
+        assert_eq!(least_loaded_sm(&[0, 0, 0], &[2, 0, 1], 1), Some(2));
+    }
+
+    #[test]
+    fn consecutive_ctas_go_to_different_gpcs() {
+        // GPCs of 3, 2 and 3 SMs: SMs 0-2, 3-4, 5-7.
+        assert_eq!(
+            dispatch_order(&[3, 2, 3], &[], 8),
+            vec![0, 3, 5, 1, 4, 6, 2, 7]
+        );
+        assert_eq!(dispatch_order(&[], &[], 3), vec![0, 1, 2]);
+        // An SM count overridden below the GPCs' (Cluster::gpcs cuts the last GPC).
+        assert_eq!(dispatch_order(&[2, 2], &[], 3), vec![0, 2, 1]);
+        // The chip's sequence: GPC 2 first; the SMs it leaves out (GPC 0's second) come last.
+        assert_eq!(
+            dispatch_order(&[2, 1, 2], &[2, 0, 2, 1], 5),
+            vec![3, 0, 4, 2, 1]
+        );
     }
 
     #[test]

@@ -45,6 +45,10 @@ pub struct Cluster {
     /// without clusters. With another `sm.count` (an override), see [`Cluster::gpcs`].
     #[serde(default)]
     pub gpc_sms: Vec<u32>,
+    /// The GPC (an index into `gpc_sms`) of each CTA of a kernel's first wave, in block order,
+    /// as the chip hands them out (`cta_scheduler::dispatch_order`). Empty: the GPCs take turns.
+    #[serde(default)]
+    pub dispatch_gpcs: Vec<u32>,
     /// Cycles from a distributed-shared-memory load's issue to its result, without queueing.
     #[serde(default)]
     pub dsmem_latency: u64,
@@ -58,6 +62,10 @@ pub struct Cluster {
     /// Cycles from a remote `mbarrier.arrive` (`shared::cluster`) to its arrival counting.
     #[serde(default)]
     pub remote_arrive_latency: u64,
+    /// Cycles an `mbarrier.arrive` through a cluster address holds its thread (on any rank's
+    /// barrier, its own included; `barriers.arrive_cycles` if more).
+    #[serde(default)]
+    pub remote_arrive_cycles: u64,
     /// Cycles from the last warp's `barrier.cluster.arrive` to the waiters' release, plus
     /// `barrier_per_warp` for each warp of a CTA.
     #[serde(default)]
@@ -1016,6 +1024,16 @@ impl Preset {
             if c.dsmem_bytes_per_cycle <= 0.0 {
                 return bad("cluster.dsmem_bytes_per_cycle must be positive".to_string());
             }
+        }
+        if let Some(g) = c
+            .dispatch_gpcs
+            .iter()
+            .find(|&&g| g as usize >= c.gpc_sms.len())
+        {
+            return bad(format!(
+                "cluster.dispatch_gpcs names GPC {g}, but cluster.gpc_sms lists {}",
+                c.gpc_sms.len()
+            ));
         }
         Ok(())
     }

@@ -26,8 +26,10 @@ pub struct L2 {
     ready: Vec<u64>,
     /// The sectors each way holds (bit k: sector k of the line).
     valid: Vec<u8>,
-    /// When the slice last read each way's data out for a response (0: never).
+    /// When the slice last read each way's data out for a response (0: never), and the GPCs
+    /// (bit g: GPC g mod 32) it has sent the line to since the window of that read-out began.
     read_at: Vec<u64>,
+    read_gpcs: Vec<u32>,
     dirty: Vec<bool>,
     hits: u64,
     misses: u64,
@@ -46,6 +48,10 @@ pub struct Access {
 }
 
 const INVALID: u64 = u64::MAX;
+
+fn gpc_bit(gpc: u32) -> u32 {
+    1 << (gpc % 32)
+}
 const MAX_RRPV: u8 = 3;
 /// "Long" re-reference interval, one step short of distant.
 const LONG_RRPV: u8 = MAX_RRPV - 1;
@@ -63,6 +69,7 @@ impl L2 {
             ready: vec![0; n],
             valid: vec![0; n],
             read_at: vec![0; n],
+            read_gpcs: vec![0; n],
             dirty: vec![false; n],
             hits: 0,
             misses: 0,
@@ -113,6 +120,7 @@ impl L2 {
         self.ready[victim] = 0;
         self.valid[victim] = 0;
         self.read_at[victim] = 0;
+        self.read_gpcs[victim] = 0;
         Access {
             hit: false,
             ready: 0,
@@ -154,13 +162,22 @@ impl L2 {
         }
     }
 
-    /// When the slice last read `slot`'s data out (0: not since the line came in).
-    pub fn read_at(&self, slot: usize) -> u64 {
-        self.read_at[slot]
+    /// Whether a read of `slot` for an SM of GPC `gpc` at `t` rides on a read-out already sent
+    /// to that GPC within `window` cycles of the last one (see `MemSys::access`).
+    pub fn shares_read(&self, slot: usize, gpc: u32, t: u64, window: u64) -> bool {
+        let last = self.read_at[slot];
+        last > 0 && t <= last + window && self.read_gpcs[slot] & gpc_bit(gpc) != 0
     }
 
-    pub fn set_read_at(&mut self, slot: usize, cycle: u64) {
-        self.read_at[slot] = cycle;
+    /// Records a read-out of `slot` at `t` sent to GPC `gpc`; one after the window of the last
+    /// read-out starts a new one.
+    pub fn record_read(&mut self, slot: usize, gpc: u32, t: u64, window: u64) {
+        let last = self.read_at[slot];
+        if last == 0 || t > last + window {
+            self.read_gpcs[slot] = 0;
+        }
+        self.read_gpcs[slot] |= gpc_bit(gpc);
+        self.read_at[slot] = t;
     }
 
     /// Forgets the hit and miss counts so far (the preloaded lines of a warm run).

@@ -4,9 +4,13 @@
 //!
 //! A slice moves a line in two steps with their own rates: reading it out of its data array
 //! (`memory.l2.data_bytes_per_cycle` GPU-wide) and sending it back through the crossbar
-//! (`memory.l2.bytes_per_cycle`). A line that other SMs ask for again within
-//! `memory.l2.merge_cycles` of its last read-out rides on that read and takes only the crossbar:
-//! on the H200, 132 SMs re-reading one buffer get 7446 B/cycle, reading disjoint data 4264.
+//! (`memory.l2.bytes_per_cycle`). A line that SMs of one GPC ask for again within
+//! `memory.l2.merge_cycles` of its last read-out for that GPC rides on that read and takes only
+//! the crossbar; another GPC's request is a read-out of its own. On the H200, 132 SMs
+//! re-reading one buffer get 7446 B/cycle, reading disjoint data 4264; on an H100, TMA loads of
+//! one tile by several SMs go as fast as the tile's GPC read-outs allow: sharing SMs in
+//! different GPCs gain nothing, in one GPC they share it (calibration/l2_share.cu,
+//! h100-l2_share.csv; Nsight Compute counts the L2 requests halved for pairs in one GPC).
 //!
 //! Latency of a line read: to L2 and back is the near or far hit latency (far when the line's
 //! slice is in the other L2 partition than the SM), half each way; a miss adds the HBM channel's
@@ -46,6 +50,8 @@ pub struct MemSys {
     far_miss: u64,
     partitions: u64,
     sms: u64,
+    /// The GPC of each SM (`cluster.gpc_sms`; all in one without GPCs).
+    gpc_of: Vec<u32>,
     jitter: u64,
     l2_bytes: u64,
     /// The counts when the present kernel started (`begin_kernel`): its stats are those since.
@@ -115,6 +121,10 @@ impl MemSys {
             far_miss: m.hbm.far_latency,
             partitions: m.l2.partitions.max(1) as u64,
             sms: p.sm.count.max(1) as u64,
+            gpc_of: (0u32..)
+                .zip(p.cluster.gpcs(p.sm.count))
+                .flat_map(|(g, n)| std::iter::repeat_n(g, n as usize))
+                .collect(),
             jitter: m.latency_jitter,
             l2_bytes: 0,
             base: Counts::default(),
@@ -214,16 +224,17 @@ impl MemSys {
                 self.l2.set_ready(a.slot, filled.max(a.ready));
                 filled
             };
-            // A write or a fill goes through the data array; a read-out within the merge window
-            // of the line's last one rides on it.
-            let last = self.l2.read_at(a.slot);
-            let merged = a.hit && !write && last > 0 && data_at_l2 <= last + self.merge;
+            // A write or a fill goes through the data array; a read within the merge window of
+            // the line's last read-out for the SM's GPC rides on it.
+            let gpc = self.gpc_of.get(sm as usize).copied().unwrap_or(0);
+            let merged =
+                a.hit && !write && self.l2.shares_read(a.slot, gpc, data_at_l2, self.merge);
             let out = if merged {
                 data_at_l2
             } else {
                 let t = self.arrays[slice].book(data_at_l2, part);
                 if !write {
-                    self.l2.set_read_at(a.slot, t);
+                    self.l2.record_read(a.slot, gpc, t, self.merge);
                 }
                 t
             };

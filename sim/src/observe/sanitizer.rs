@@ -24,6 +24,7 @@
 use crate::engine::hooks::Hook;
 use crate::engine::names::Names;
 use crate::sm::tensor_core::NO_SLOT;
+use isa::program::WARPS_PER_WARPGROUP;
 use std::collections::VecDeque;
 
 /// The mbarrier tx-count range (PTX ISA, "mbarrier": the tx-count is in -(2^20-1)..=2^20-1).
@@ -380,13 +381,19 @@ impl Sanitizer {
             }
             Hook::WgmmaWaitPassed { warp, n } => {
                 let (ci, wl) = self.warp(warp);
-                let at = self.at(ci);
+                let (at, nw) = (self.at(ci), self.nw as usize);
                 let w = &mut self.cta(ci).warps[wl as usize];
-                // All but the `n` latest committed groups are complete.
+                // All but the `n` latest committed groups are complete. A wgmma is one operation
+                // of its warpgroup, whose warps issue the same HGMMAs: complete for this warp, it
+                // is for the other three (CUTLASS and FA3 release a stage from one warp of it).
                 let covered = (w.groups.len() as u64).saturating_sub(n) as usize;
                 if let Some(end) = w.groups.drain(..covered).next_back() {
-                    let done = &mut w.clock[at + nb + wl as usize];
-                    *done = (*done).max(end);
+                    let first =
+                        wl as usize / WARPS_PER_WARPGROUP as usize * WARPS_PER_WARPGROUP as usize;
+                    let last = (first + WARPS_PER_WARPGROUP as usize).min(nw);
+                    for done in &mut w.clock[at + nb + first..at + nb + last] {
+                        *done = (*done).max(end);
+                    }
                 }
             }
             Hook::NamedBarrierArrived { warp, id, sync } => {

@@ -102,6 +102,36 @@ impl Engine<'_> {
         Ok(cta)
     }
 
+    /// A mask of ranks of warp `w`'s cluster (a multicast's ctaMask, the ranks an arrive
+    /// signals): not empty, each CTA still running. Returns the mask and the CTA of rank 0.
+    pub(crate) fn cluster_mask(
+        &self,
+        w: u32,
+        mask: &Code,
+        kind: &'static str,
+        what: &'static str,
+    ) -> Result<(u16, u32), Fault> {
+        let m = self.eval(w, mask)?;
+        let c = &self.clusters[self.ctas[self.warps[w as usize].cta as usize].cluster as usize];
+        if m <= 0 || m >= 1 << c.size {
+            return Err(Fault::RankMask {
+                what: kind,
+                mask: m,
+                size: c.size,
+            });
+        }
+        for r in (0..c.size).filter(|r| m & (1 << r) != 0) {
+            if self
+                .ctas
+                .get(c.first_cta + r)
+                .is_none_or(|t| t.live_warps == 0)
+            {
+                return Err(Fault::RemoteExited { what, rank: r });
+            }
+        }
+        Ok((m as u16, c.first_cta))
+    }
+
     /// `barrier.cluster.arrive` by warp `w`, after its memory barrier unless relaxed.
     pub(crate) fn issue_cluster_arrive(&mut self, w: u32, membar: bool) {
         let effective = if membar { self.membar(w) } else { self.now };
@@ -155,25 +185,33 @@ impl Engine<'_> {
         Ok(())
     }
 
-    /// An `mbarrier.arrive` on cluster rank `rank`'s `bar` (the warp's own CTA without one),
-    /// after the warp's memory barrier with `membar` (`.release.cluster`): it counts on another
-    /// CTA `cluster.remote_arrive_latency` cycles later, on its own once the barrier is done.
+    /// An `mbarrier.arrive` through a cluster address: on cluster rank `rank`'s `bar`, or with
+    /// `ranks` on the `bar` of each rank of that mask (one lane a rank, one instruction), or
+    /// the warp's own without either, after the warp's memory barrier with `membar`
+    /// (`.release.cluster`). The arrive holds the warp `cluster.remote_arrive_cycles`, its own
+    /// CTA's as much as another's; it counts on another CTA `cluster.remote_arrive_latency`
+    /// cycles later, on its own once sent.
     pub(crate) fn issue_remote_arrive(
         &mut self,
         w: u32,
         bar: &BarRef,
         count: u32,
         rank: Option<&Code>,
+        ranks: Option<&Code>,
         membar: bool,
     ) -> Result<(), Fault> {
         let own = self.warps[w as usize].cta;
-        let cta = match rank {
-            Some(rank) => self.cluster_cta(w, rank, "mbarrier.arrive")?,
-            None => own,
+        let targets: Vec<u32> = match (rank, ranks) {
+            (_, Some(mask)) => {
+                let (m, first) = self.cluster_mask(w, mask, "arrive rank", "mbarrier.arrive")?;
+                (0..16u32)
+                    .filter(|r| m & (1 << r) != 0)
+                    .map(|r| first + r)
+                    .collect()
+            }
+            (Some(rank), None) => vec![self.cluster_cta(w, rank, "mbarrier.arrive")?],
+            (None, None) => vec![own],
         };
-        if cta == own && !membar {
-            return self.issue_arrive(w, bar, count);
-        }
         let b = self.bar_index(w, bar)?;
         let sent = if membar {
             // The arrive's own cycles follow the barrier, in its state.
@@ -182,28 +220,31 @@ impl Engine<'_> {
             self.warps[w as usize].hold_until(until, State::Membar);
             done
         } else {
-            self.hold_for(w, self.p.barriers.arrive_cycles);
+            let b = &self.p.barriers;
+            self.hold_for(w, b.arrive_cycles.max(self.p.cluster.remote_arrive_cycles));
             self.now
         };
         self.warps[w as usize].after_tma_issue = false;
-        // Both CTAs stay until it lands: the target's barrier, the sender's names for errors.
         let sender = self.warps[w as usize].cta;
-        self.ctas[cta as usize].remote_in_flight += 1;
-        self.ctas[sender as usize].remote_in_flight += 1;
-        let i = self.remote_arrivals.insert(RemoteArrival {
-            cta,
-            bar: b,
-            count,
-            warp: w,
-            pc: self.warps[w as usize].pc,
-        });
-        let at = if cta == own {
-            sent
-        } else {
-            sent + self.p.cluster.remote_arrive_latency
-        };
-        self.q.push(at, Event::RemoteArrive(i));
-        self.book_horizon(at);
+        for cta in targets {
+            // Both CTAs stay until it lands: the target's barrier, the sender's names for errors.
+            self.ctas[cta as usize].remote_in_flight += 1;
+            self.ctas[sender as usize].remote_in_flight += 1;
+            let i = self.remote_arrivals.insert(RemoteArrival {
+                cta,
+                bar: b,
+                count,
+                warp: w,
+                pc: self.warps[w as usize].pc,
+            });
+            let at = if cta == own {
+                sent
+            } else {
+                sent + self.p.cluster.remote_arrive_latency
+            };
+            self.q.push(at, Event::RemoteArrive(i));
+            self.book_horizon(at);
+        }
         Ok(())
     }
 

@@ -215,7 +215,7 @@ impl Engine<'_> {
         let (sm, cta) = (self.warps[w as usize].sm, self.warps[w as usize].cta);
         let slot = self.slot_index(w, op.slot)?;
         let (dests, first) = match multicast {
-            Some(mask) => self.multicast_dests(w, mask)?,
+            Some(mask) => self.cluster_mask(w, mask, "multicast", "a multicast TMA load")?,
             None => (0, cta),
         };
         for dest in self.load_ctas(cta, dests, first) {
@@ -381,32 +381,6 @@ impl Engine<'_> {
         (0..16u32)
             .filter(move |r| ranks & (1 << r) != 0)
             .map(move |r| base + r)
-    }
-
-    /// A multicast's ctaMask: a non-empty set of ranks of warp `w`'s cluster, each CTA still
-    /// running. Returns the mask and the CTA of rank 0.
-    fn multicast_dests(&self, w: u32, mask: &Code) -> Result<(u16, u32), Fault> {
-        let m = self.eval(w, mask)?;
-        let c = &self.clusters[self.ctas[self.warps[w as usize].cta as usize].cluster as usize];
-        if m <= 0 || m >= 1 << c.size {
-            return Err(Fault::MulticastMask {
-                mask: m,
-                size: c.size,
-            });
-        }
-        for r in (0..c.size).filter(|r| m & (1 << r) != 0) {
-            if self
-                .ctas
-                .get(c.first_cta + r)
-                .is_none_or(|t| t.live_warps == 0)
-            {
-                return Err(Fault::RemoteExited {
-                    what: "a multicast TMA load",
-                    rank: r,
-                });
-            }
-        }
-        Ok((m as u16, c.first_cta))
     }
 
     /// The whole box is in shared memory: its slot is filled and its bytes complete-tx on the

@@ -1605,21 +1605,162 @@ pub(super) fn specs() -> Vec<Spec> {
             );
         }
     }
-    // One thread's remote arrives back to back, over its local ones (the loop's own
-    // instructions, which the twin does not carry, cancel).
-    for (mode, form, param) in [
-        (1i64, "CTA scope", "remote_cta_n2000"),
-        (2, ".release.cluster", "remote_release_cluster_n2000"),
+    // One thread's arrives through a cluster address, over its local ones with the same loop
+    // (the loop's own instructions, which the twin does not carry, cancel): back to back,
+    // `gap` FFMAs apart, from 4 warps, CUTLASS's one-instruction release to every rank, and its
+    // own barrier by its cluster address (cluster.cu's fourth run).
+    for (mode, form, param, base, pairs) in [
+        (
+            1i64,
+            "another rank's",
+            "remote_cta_n2000",
+            "local_n2000",
+            vec![],
+        ),
+        (
+            2,
+            ".release.cluster",
+            "remote_release_cluster_n2000",
+            "local_n2000",
+            vec![],
+        ),
+        (
+            1,
+            "another rank's, 25 FFMAs apart",
+            "remote_cta_n1000_gap25_w1_c2",
+            "local_n1000_gap25_w1_c2",
+            vec![("gap", 25)],
+        ),
+        (
+            1,
+            "another rank's, 50 FFMAs apart",
+            "remote_cta_n1000_gap50_w1_c2",
+            "local_n1000_gap50_w1_c2",
+            vec![("gap", 50)],
+        ),
+        (
+            1,
+            "another rank's, 4 warps",
+            "remote_cta_n1000_gap0_w4_c2",
+            "local_n1000_gap0_w4_c2",
+            vec![("arrivers", 4)],
+        ),
+        (
+            3,
+            "CUTLASS's release to 2 ranks",
+            "cutlass_lanes_n2000",
+            "local_n2000",
+            vec![],
+        ),
+        (
+            4,
+            "its own by cluster address",
+            "self_cluster_addr_n2000",
+            "local_n2000",
+            vec![],
+        ),
     ] {
+        let with = |mode: i64| {
+            let mut v = vec![("test", 6), ("cluster", 2), ("mode", mode)];
+            v.extend(pairs.iter().copied());
+            sets(&v)
+        };
         add(
             "remote_arrive_issue",
-            format!("arrives back to back, {form}, over local"),
+            format!("arrives on {form}, over local"),
             "cycles",
+            "cluster2",
+            Measured::Over("arrive_cost", param, "arrive_cost", base),
             "cluster",
-            Measured::Over("arrive_cost", param, "arrive_cost", "local_n2000"),
-            "cluster",
-            sets(&[("test", 6), ("cluster", 2), ("mode", mode)]),
-            Metric::per_step_over("iters", sets(&[("test", 6), ("cluster", 2), ("mode", 0)])),
+            with(mode),
+            Metric::per_step_over("iters", with(0)),
+        );
+    }
+    // The scheduler's policy (calibration/sched.cu on an H100): 2 to 4 warps of one partition
+    // each issue 512 independent FFMAs after a barrier; the first to finish (the chip's
+    // youngest, the model's oldest) and the last, counted from the barrier.
+    for (warps, first, last) in [
+        (2i64, "w2_warp0_n512", "w2_warp1_n512"),
+        (3, "w3_warp2_n512", "w3_warp0_n512"),
+        (4, "w4_warp3_n512", "w4_warp0_n512"),
+    ] {
+        for (which, param, metric) in [
+            ("first", first, Metric::LongestPer { per: 1.0 }),
+            (
+                "last",
+                last,
+                Metric::Single {
+                    per: 1.0,
+                    minus: 0.0,
+                },
+            ),
+        ] {
+            add(
+                "scheduler",
+                format!("{warps} warps of a partition: the {which} to finish"),
+                "cycles",
+                "sched",
+                v("sched_end", param),
+                "sched",
+                sets(&[("warps", warps), ("n", 512)]),
+                metric,
+            );
+        }
+    }
+    // One thread a CTA streaming 16 KiB TMA boxes from L2 through 4 slots (calibration/
+    // l2_share.cu on an H100, twin scenarios/calibration/l2_share.ron): 132 CTAs on disjoint
+    // tiles, and 128 (or 132, 120 in clusters) in groups reading the same tiles.
+    let tiles = || Metric::Slope {
+        key: "tiles",
+        lo: 128,
+        hi: 256,
+        per: 128.0,
+        minus: 0.0,
+    };
+    add(
+        "l2_share",
+        "132 SMs, disjoint tiles".to_string(),
+        "cycles/tile",
+        "l2_share",
+        v("sms", "n132"),
+        "l2_share",
+        sets(&[("ctas", 132)]),
+        tiles(),
+    );
+    for (spread, g) in [
+        (0, 1),
+        (0, 2),
+        (0, 4),
+        (0, 8),
+        (0, 16),
+        (0, 32),
+        (1, 2),
+        (1, 4),
+        (1, 8),
+        (1, 16),
+    ] {
+        let kind = if spread == 1 { "spread" } else { "adj" };
+        add(
+            "l2_share",
+            format!("128 SMs, groups of {g} ({kind})"),
+            "cycles/tile",
+            "l2_share",
+            v("share", &format!("{kind}_g{g}_r8")),
+            "l2_share",
+            sets(&[("ctas", 128), ("share", g), ("spread", spread)]),
+            tiles(),
+        );
+    }
+    for (c, ctas) in [(2i64, 132i64), (4, 120)] {
+        add(
+            "l2_share",
+            format!("{ctas} SMs, clusters of {c} reading one tile"),
+            "cycles/tile",
+            "l2_share",
+            v("share", &format!("cluster_c{c}")),
+            "l2_share",
+            sets(&[("ctas", ctas), ("cluster", c), ("share", c)]),
+            tiles(),
         );
     }
     // A GPU-scope memory barrier back to back, 1, 2 and 4 warps a partition: the chip's

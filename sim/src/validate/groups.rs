@@ -538,16 +538,36 @@ pub(super) const GROUPS: &[Group] = &[
     },
     Group {
         name: "remote_arrive_issue",
-        bound: Bound::None,
-        note: "not modeled: one thread's arrives back to back take 16.2 cycles on its own CTA's \
-               mbarrier, 108.9 on another rank's (CUTLASS's form) and 707.5 with \
-               .release.cluster (arrive_cost): a remote arrive holds its thread 93 cycles more \
-               than a local one, the model none (barriers.arrive_cycles for both). Charging it \
-               would slow fa3_pingpong --set cluster=2 by 5.8% (167,611 against 158,352 \
-               cycles), because the scenarios release a stage with one arrive per rank from \
-               every consumer warp, where CUTLASS's consumers signal each rank from one lane of \
-               a different warp, one arrive a warp; the scenarios' release must follow CUTLASS \
-               first",
+        bound: Bound::Relative(0.15),
+        note: "cycles an arrive through a cluster address holds its thread more than a local \
+               one (arrive_cost, cluster.cu's fourth run): 87 whether on another rank's \
+               barrier or its own, back to back or 25 and 50 FFMAs apart, from 1 or 4 warps, \
+               and as CUTLASS's release (lanes to every rank in one instruction); with \
+               .release.cluster its memory barrier (669). The model holds the thread \
+               cluster.remote_arrive_cycles (96) against barriers.arrive_cycles (6)",
+    },
+    Group {
+        name: "scheduler",
+        bound: Bound::Relative(0.05),
+        note: "cycles until the first and the last of 2 to 4 warps of one partition end 512 \
+               independent FFMAs each (sched.cu on an H100): 528 to 540 for the first, then \
+               about 520 more for each other: the scheduler issues one warp while it can \
+               (greedy, sm.scheduler `gto`; round-robin would end them all together), on the \
+               chip and in the model the youngest first (the last to pass the barrier, so the \
+               last issued); which warp goes next when the greedy one stalls is not measured",
+    },
+    Group {
+        name: "l2_share",
+        bound: Bound::Relative(0.10),
+        note: "cycles a 16 KiB TMA box takes when 128 or 132 SMs (one thread each, 4 slots) \
+               stream from L2 (l2_share.cu on an H100): 542 on disjoint tiles, as many when \
+               2 to 8 SMs in different GPCs read the same tiles (adj: consecutive blocks sit \
+               in different GPCs), less when SMs of one GPC do (spread groups, clusters): \
+               the L2 sends a line once to a GPC whose SMs ask for it together \
+               (memory.l2.merge_cycles) and moves 3990 B/cycle of such read-outs \
+               (data_bytes_per_cycle); groups of 16 spread over every GPC take 326 on the \
+               chip, 248 in the model. One SM alone gets a box every 222 cycles, the model \
+               172 (tma_thread_loop)",
     },
     Group {
         name: "membar",

@@ -7,15 +7,30 @@ use crate::run::{self, RunError, RunOptions};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-/// A twin: its name, its file (relative to the repository) and the file's text, compiled in.
+/// A twin: its name, its file (relative to the repository) and the file's text, compiled in,
+/// and the preset it always runs on where it twins a measurement of the L2 or HBM of one chip
+/// (whose memory system differs between presets); the others run on the validated preset.
 macro_rules! twin {
     ($name:literal, $file:literal) => {
-        ($name, $file, include_str!(concat!("../../../", $file)))
+        (
+            $name,
+            $file,
+            include_str!(concat!("../../../", $file)),
+            None,
+        )
+    };
+    ($name:literal, $file:literal, gpu: $gpu:literal) => {
+        (
+            $name,
+            $file,
+            include_str!(concat!("../../../", $file)),
+            Some($gpu),
+        )
     };
 }
 
-/// The twin scenarios: (name, file, RON text).
-const TWINS: &[(&str, &str, &str)] = &[
+/// The twin scenarios: (name, file, RON text, pinned preset).
+const TWINS: &[(&str, &str, &str, Option<&str>)] = &[
     twin!("pipes", "scenarios/calibration/pipes.ron"),
     twin!("bank_conflicts", "scenarios/bank_conflicts.ron"),
     twin!("coalescing", "scenarios/coalescing.ron"),
@@ -38,6 +53,9 @@ const TWINS: &[(&str, &str, &str)] = &[
     twin!("spill", "scenarios/calibration/spill.ron"),
     twin!("gemm_pipelined", "scenarios/gemm_pipelined.ron"),
     twin!("cluster", "scenarios/calibration/cluster.ron"),
+    twin!("sched", "scenarios/calibration/sched.ron"),
+    // An H100's L2 (calibration/data/h100-l2_share.csv).
+    twin!("l2_share", "scenarios/calibration/l2_share.ron", gpu: "h100-sxm"),
 ];
 
 /// Why a twin could not run.
@@ -82,13 +100,13 @@ pub(super) struct Sample {
 /// One run.
 fn simulate(gpu: &str, key: &RunKey) -> Result<Sample, TwinError> {
     let (twin, sets, khz) = key;
-    let (_, file, text) = TWINS
+    let (_, file, text, pinned) = TWINS
         .iter()
-        .find(|(n, _, _)| n == twin)
+        .find(|(n, ..)| n == twin)
         .ok_or(TwinError::Unknown(twin))?;
     let opts = RunOptions {
         sets: sets.clone(),
-        gpu: Some(gpu.to_string()),
+        gpu: Some(pinned.unwrap_or(gpu).to_string()),
         clock_mhz: Some(*khz as f64 / 1000.0),
         ..RunOptions::default()
     };
