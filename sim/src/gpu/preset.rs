@@ -1332,4 +1332,28 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn the_l1_is_what_the_carveout_leaves() {
+        let l1 = Preset::builtin("h100-sxm").unwrap().l1;
+        let kib = |b: u64| b / 1024;
+        // No shared memory: one CTA's 1 KB reserve takes the 8 KB step, 8 CTAs still do.
+        assert_eq!(kib(l1.cache_bytes(0, 1)), 248);
+        assert_eq!(kib(l1.cache_bytes(0, 8)), 248);
+        assert_eq!(kib(l1.cache_bytes(0, 9)), 240);
+        // Two CTAs of 8 KiB tiles: 18 KB, the 32 KB step.
+        assert_eq!(kib(l1.cache_bytes(8 << 10, 2)), 224);
+        // 200 KiB: the largest step, 228 KB; more than it holds takes it too.
+        assert_eq!(kib(l1.cache_bytes(200 << 10, 1)), 28);
+        assert_eq!(kib(l1.cache_bytes(200 << 10, 2)), 28);
+        let off = |field: &str, value: &str| {
+            let o = BTreeMap::from([(field.to_string(), ron::from_str(value).unwrap())]);
+            Preset::with_overrides("h100-sxm", &o).map(|p| p.l1.cache_bytes(0, 1))
+        };
+        assert_eq!(off("l1.unified_bytes", "0").unwrap(), 0);
+        let e = off("l1.carveouts", "[8192, 0]").unwrap_err().to_string();
+        assert!(e.contains("l1.carveouts [8192, 0] must list"), "{e}");
+        let e = off("l1.ways", "0").unwrap_err().to_string();
+        assert!(e.contains("l1.ways = 0 must be in 1..=1024"), "{e}");
+    }
 }
