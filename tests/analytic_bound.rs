@@ -60,8 +60,9 @@ fn generic_bound_is_tight_on_the_wgmma_streams_and_bounds_the_hbm_stream() {
     );
 }
 
-/// On every scenario: the walk asks of each unit exactly what the engine booked on it, its DRAM
-/// bytes are at most the simulation's, and the simulation takes at least the bound (2% slack:
+/// On every scenario: the walk asks of each unit exactly what the engine booked on it (of L2
+/// at most, where loads go through the L1 data cache), its DRAM bytes are at most the
+/// simulation's, and the simulation takes at least the bound (2% slack:
 /// where atomics hand out work the walk assumes a round-robin order the simulation need not
 /// follow).
 #[test]
@@ -73,6 +74,8 @@ fn every_scenario_is_bounded_from_below_by_its_demand() {
         // FA2's 83 M warp-instructions pass the walk's step budget: 4 of its CTAs.
         let small: &[(&str, i64)] = match name.as_str() {
             "fa2_forward" => &[("heads", 1), ("seqlen", 512)],
+            // The n = 1024 default runs 4 waves for minutes: 16 CTAs.
+            "naive_vs_tiled_gemm" => &[("n", 128)],
             _ => &[],
         };
         let (k, p) = sim::run::load(&path, &sets(small)).unwrap();
@@ -94,7 +97,13 @@ fn every_scenario_is_bounded_from_below_by_its_demand() {
             "{name}: alu, fma, mufu, mma"
         );
         assert_eq!(t.issue.iter().sum::<u64>(), u.issue, "{name}: issue");
-        assert_eq!(t.l2_bytes, s.mem.l2_bytes, "{name}: L2 bytes");
+        // Loads through the L1 data cache count their sectors once for the whole GPU in the
+        // walk; each SM fetches what it reads, and again after an eviction.
+        if s.l1_sectors == 0 {
+            assert_eq!(t.l2_bytes, s.mem.l2_bytes, "{name}: L2 bytes");
+        } else {
+            assert!(t.l2_bytes <= s.mem.l2_bytes, "{name}: L2 bytes");
+        }
         assert!(
             b.dram_read_bytes <= s.mem.dram_read_bytes,
             "{name}: DRAM reads"

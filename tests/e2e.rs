@@ -568,18 +568,69 @@ fn bank_conflicts_and_sectors_come_from_the_addresses() {
             "stride {smem_stride} words, {width} B/lane"
         );
     }
-    // 32 consecutive words: 4 sectors of 32 B; a 1 KiB stride: 32 sectors.
+    // 32 consecutive words: 4 sectors of 32 B; a 1 KiB stride: 32 sectors. Each warp reads
+    // the same lines every iteration: the first brings their sectors into the L1, the other 9
+    // hit there and ask nothing of L2.
     for (gmem_stride, sectors) in [(4, 4), (1024, 32)] {
         let (r, _) = run_fixture("memory_patterns", &[("gmem_stride", gmem_stride)]);
-        assert_eq!(
-            r.l2.bytes,
-            accesses * sectors * 32,
-            "stride {gmem_stride} B"
-        );
+        assert_eq!(r.l2.bytes, 4 * sectors * 32, "stride {gmem_stride} B");
+        let l1 = r.l1.as_ref().expect("the loads went through the L1");
+        assert_eq!((l1.sectors, l1.hit_rate), (accesses * sectors, 0.9));
     }
     let (r, _) = run_fixture("memory_patterns", &[]);
     // Each iteration's FMA waits for nothing it reads; the loads' latency shows as idle tail.
     assert!(r.roles["w"].states["selected"] == 4 * 30);
+}
+
+/// One warp loads the same line `loads` times, each load waited for, plain (through the L1) or
+/// `.cg` (L2 only), with a store to the line after each load or without.
+const L1_REUSE: &str = r#"Scenario(
+    name: "l1_reuse",
+    gpu: "h100-sxm",
+    params: { "loads": 1, "cache": 1, "store": 0 },
+    kernel: Kernel(
+        grid: 1,
+        regs_per_thread: 32,
+        tensors: [Tensor(name: "X", dtype: F32, shape: [1024], warm: 1)],
+        roles: [
+            Role(name: "w", warpgroups: 1, regs: 32, program: [
+                If(cond: "warp_id == 0", then: [
+                    Loop(var: "i", count: "loads", body: [
+                        If(cond: "cache == 1", then: [
+                            LdGlobal(tensor: "X", addr: "lane * 4"),
+                        ], else: [
+                            LdGlobal(tensor: "X", addr: "lane * 4", cache: L2),
+                        ]),
+                        Alu(1),
+                        If(cond: "store == 1", then: [StGlobal(tensor: "X", addr: "lane * 4")]),
+                    ]),
+                ]),
+            ]),
+        ],
+    ),
+)"#;
+
+#[test]
+fn plain_loads_hit_the_l1_after_the_first_and_cg_loads_never_do() {
+    let path = temp_scenario("l1_reuse.ron", L1_REUSE);
+    let run = |pairs: &[(&str, i64)]| run::run_file(&path, &sets(pairs)).unwrap();
+    let l1 = sim::gpu::preset::Preset::builtin("h100-sxm").unwrap().l1;
+    // A hit: its tag-stage cycle, the hit latency, then the Alu that waits for it issues.
+    let (one, two) = (run(&[("loads", 1)]), run(&[("loads", 2)]));
+    assert_eq!(two.cycles - one.cycles, l1.hit_cycles + l1.hit_latency + 1);
+    assert_eq!((one.l2.bytes, two.l2.bytes), (128, 128));
+    let hits = two.l1.as_ref().expect("the loads went through the L1");
+    assert_eq!((hits.sectors, hits.hit_rate), (8, 0.5));
+    // .cg: every load is an L2 request, and no L1 figure is reported.
+    let cg = [1, 2].map(|n| run(&[("loads", n), ("cache", 2)]));
+    assert!(cg[1].cycles - cg[0].cycles > 250, "{}", cg[1].cycles);
+    assert_eq!((cg[0].l2.bytes, cg[1].l2.bytes), (128, 256));
+    assert!(cg[1].l1.is_none());
+    // A store keeps the line (write-through, its sectors take the bytes): the load after it
+    // hits, and L2 sees the first load and the two stores.
+    let stored = run(&[("loads", 2), ("store", 1)]);
+    assert_eq!(stored.l1.as_ref().unwrap().hit_rate, 0.5);
+    assert_eq!(stored.l2.bytes, 3 * 128);
 }
 
 #[test]

@@ -125,6 +125,10 @@ runs! {
     hbm_stream_seed: "scenarios/hbm_stream.ron", "--seed", "12345";
     gemm_ampere_a100: "scenarios/gemm_ampere.ron", "--gpu", "a100-sxm", "--trace-level", "summary";
     persistent_gemm_no_check: "scenarios/persistent_gemm.ron", "--no-check";
+    // The naive GEMM's loads through the L1, and its tiled form (16 CTAs: the default n = 1024
+    // takes minutes).
+    naive_gemm_n128: "scenarios/naive_vs_tiled_gemm.ron", "--set", "n=128";
+    tiled_gemm_n128: "scenarios/naive_vs_tiled_gemm.ron", "--set", "n=128", "--set", "tiled=1";
 }
 
 macro_rules! commands {

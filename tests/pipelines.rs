@@ -956,6 +956,8 @@ fn small(name: &str) -> Vec<(String, i64)> {
         "fa3_pingpong" => &[("heads", 1), ("seqlen_q", 128), ("seqlen", 1056)],
         // 2 CTAs of 4 KV blocks.
         "fa2_forward" => &[("heads", 1), ("seqlen", 256)],
+        // 4 CTAs of 64 k-steps.
+        "naive_vs_tiled_gemm" => &[("n", 64)],
         "hbm_stream" => &[("mib", 4)],
         "sector" => &[("ctas", 8)],
         "loaded" => &[("streamers", 4), ("hops", 16), ("iters", 16)],

@@ -302,6 +302,7 @@ fn correct_pipelines_check_clean_and_no_check_skips_the_sanitizer() {
                 // One CTA: its pipeline is the whole GPU's.
                 Some("fa3_pingpong") => vec![("heads".into(), 1), ("seqlen_q".into(), 128)],
                 Some("fa2_forward") => vec![("heads".into(), 1), ("seqlen".into(), 512)],
+                Some("naive_vs_tiled_gemm") => vec![("n".into(), 128)],
                 _ => vec![],
             },
             ..RunOptions::default()

@@ -761,6 +761,7 @@ fn counters_stay_within_physical_limits() {
         // FA2 on the whole GPU takes half a minute with a trace: 4 of its CTAs.
         let small: &[&str] = match name.as_str() {
             "fa2_forward" => &["--set", "heads=1", "--set", "seqlen=512"],
+            "naive_vs_tiled_gemm" => &["--set", "n=128"],
             _ => &[],
         };
         let (run, trace, _) = traced(&name, "summary", small);

@@ -520,13 +520,15 @@ pub enum Inst {
         sb: u8,
     },
     /// ld.global / st.global: `addr` per lane, a byte offset into `tensor`; a load's result
-    /// goes to scoreboard `sb` when it has one (the warp's general scoreboard otherwise).
+    /// goes to scoreboard `sb` when it has one (the warp's general scoreboard otherwise); `l1`:
+    /// a load that may hit in and allocate in the SM's L1 (`cache: L1`).
     Global {
         store: bool,
         tensor: u16,
         addr: Code,
         width: u32,
         sb: Option<u8>,
+        l1: bool,
     },
 }
 

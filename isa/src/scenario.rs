@@ -493,6 +493,18 @@ pub enum Scope {
     Cluster,
 }
 
+/// The highest cache level a global load may be served from and allocate in (PTX's cache
+/// operator).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+pub enum Cache {
+    /// `ld.global` / `ld.global.ca` (sm_90's default for plain loads): the SM's L1, then L2.
+    #[default]
+    L1,
+    /// `ld.global.cg` (`__ldcg`), and volatile or `.relaxed`/`.acquire` loads at GPU scope:
+    /// L2 only.
+    L2,
+}
+
 /// How a `Wait` loop polls its mbarrier.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 pub enum Poll {
@@ -684,7 +696,7 @@ pub enum Instr {
     /// arrived in the current phase.
     ClusterWait,
     /// Global load; `addr` is each lane's byte offset in the tensor (may use `lane`); `sb` as
-    /// for `LdShared`.
+    /// for `LdShared`; `cache` the highest level it may hit in (`L1`, the default, or `L2`).
     LdGlobal {
         tensor: String,
         addr: Expr,
@@ -692,6 +704,8 @@ pub enum Instr {
         width: Expr,
         #[serde(default)]
         sb: Option<u8>,
+        #[serde(default)]
+        cache: Cache,
     },
     /// Waits, without an issue slot, for the loads on these scoreboards (SASS: the wait mask
     /// of the instruction that reads their results).

@@ -8,7 +8,7 @@ use super::Compiler;
 use crate::diag::Diagnostic;
 use crate::expr::Code;
 use crate::program::{slot, Inst, Op, Pipe, RegSource, RoleInfo, WARP_SIZE};
-use crate::scenario::{ComputePipe, Expr, Instr, RegAction, Role, Scope};
+use crate::scenario::{Cache, ComputePipe, Expr, Instr, RegAction, Role, Scope};
 
 /// The accumulator label of a wgmma that names none.
 const DEFAULT_ACC: &str = "acc";
@@ -352,6 +352,13 @@ impl Compiler<'_> {
                 addr: self.code(addr, Names::Lanes, path)?,
                 width: self.width(width, path)?,
                 sb: self.load_scoreboard(ins, path)?,
+                l1: matches!(
+                    ins,
+                    Instr::LdGlobal {
+                        cache: Cache::L1,
+                        ..
+                    }
+                ),
             },
             Instr::WaitScoreboard(sbs) => {
                 let mask = self.scoreboard_mask(sbs, path)?;

@@ -189,6 +189,35 @@ fn a_wait_polls_with_try_wait_unless_told_test() {
     assert_eq!(e.pos.unwrap().0, 16);
 }
 
+#[test]
+fn a_global_load_goes_through_the_l1_unless_told_l2() {
+    let l1 = |access: &str| {
+        let src = BASE.replace("WgmmaWait(0),", &format!("WgmmaWait(0), {access},"));
+        let k = try_compile(&src, &[]).unwrap();
+        k.roles[0]
+            .code
+            .iter()
+            .find_map(|op| match op {
+                Op::Issue(Inst::Global { l1, .. }) => Some(*l1),
+                _ => None,
+            })
+            .expect("the access compiles to a Global")
+    };
+    assert!(l1(r#"LdGlobal(tensor: "B", addr: "lane * 4")"#));
+    assert!(l1(r#"LdGlobal(tensor: "B", addr: "lane * 4", cache: L1)"#));
+    assert!(!l1(r#"LdGlobal(tensor: "B", addr: "lane * 4", cache: L2)"#));
+    assert!(!l1(r#"StGlobal(tensor: "B", addr: "lane * 4")"#));
+    let e = crate::parse(
+        "t.ron",
+        &BASE.replace(
+            "WgmmaWait(0),",
+            r#"WgmmaWait(0), LdGlobal(tensor: "B", addr: "0", cache: L3),"#,
+        ),
+    )
+    .unwrap_err();
+    assert!(e.message.contains("L3"), "{}", e.message);
+}
+
 /// BASE's consumer with live values, and a second accumulator label of N = 64.
 fn with_live(live: &str, regs: u32) -> String {
     BASE.replace("regs_per_thread: 168", &format!("regs_per_thread: {regs}"))

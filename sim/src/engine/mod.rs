@@ -29,7 +29,9 @@ pub mod stats;
 pub use error::{Fault, SimError};
 pub use stats::{RunStats, UnitBusy, WarpResult};
 
-use crate::gpu::cta_scheduler::{dispatch_order, max_active_clusters, occupancy, Occupancy};
+use crate::gpu::cta_scheduler::{
+    dispatch_order, l1_cache_bytes, max_active_clusters, occupancy, Occupancy,
+};
 use crate::gpu::preset::Preset;
 use crate::memory::system::MemSys;
 use crate::observe::sanitizer::{Finding, Sanitizer};
@@ -252,6 +254,8 @@ impl<'a> Engine<'a> {
             })
             .collect();
         let sample_mem = (mem.l2_bytes_by(start), mem.dram_bytes_by(start));
+        let occ = occupancy(k, p);
+        let l1_bytes = l1_cache_bytes(k, p, &occ);
         Engine {
             k,
             p,
@@ -261,7 +265,7 @@ impl<'a> Engine<'a> {
             start,
             q: EventQueue::default(),
             polls_pending: 0,
-            sms: (0..p.sm.count).map(|_| Sm::new(p)).collect(),
+            sms: (0..p.sm.count).map(|_| Sm::new(p, l1_bytes)).collect(),
             active: vec![0; nparts.div_ceil(64)],
             parts,
             warps: Live::default(),
@@ -271,7 +275,7 @@ impl<'a> Engine<'a> {
             warp_results: Vec::new(),
             last_progress: start,
             next_block: 0,
-            occ: occupancy(k, p),
+            occ,
             tensor_base,
             horizon: start,
             mma_flops: 0,

@@ -511,13 +511,24 @@ impl Engine<'_> {
                 true
             }
             Inst::Global {
-                store,
+                store: true,
+                tensor,
+                addr,
+                width,
+                ..
+            } => {
+                self.issue_store(w, *tensor, addr, *width)?;
+                true
+            }
+            Inst::Global {
+                store: false,
                 tensor,
                 addr,
                 width,
                 sb,
+                l1,
             } => {
-                self.issue_global(w, *store, *tensor, addr, *width, *sb)?;
+                self.issue_load(w, *tensor, addr, *width, *sb, *l1)?;
                 true
             }
             Inst::RegRead { source, sb } => {

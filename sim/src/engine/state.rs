@@ -6,6 +6,7 @@ use crate::engine::server::{Link, Server};
 use crate::gpu::preset::Preset;
 use crate::observe::warp_state::{Accounting, State};
 use crate::sm::async_groups::AsyncGroups;
+use crate::sm::l1::L1Cache;
 use crate::sm::local::{LocalTraffic, SpillSeq};
 use crate::sm::mbarrier::{MBarrier, Polling};
 use crate::sm::named_barrier::NamedBarrier;
@@ -269,12 +270,15 @@ pub(crate) struct Sm {
     pub l1_waiting: VecDeque<u64>,
     pub local_miss: Link,
     pub local_bytes: u64,
+    /// The L1 data cache for global loads (`crate::sm::l1`).
+    pub l1_cache: L1Cache,
     /// The SM's requests to other SMs' shared memory (distributed shared memory).
     pub dsmem: Link,
 }
 
 impl Sm {
-    pub fn new(p: &Preset) -> Self {
+    /// An SM with `l1_bytes` of L1 data cache for the kernel.
+    pub fn new(p: &Preset, l1_bytes: u64) -> Self {
         Sm {
             port: Server::default(),
             tensor: TensorPipe::default(),
@@ -291,6 +295,7 @@ impl Sm {
             l1_waiting: VecDeque::new(),
             local_miss: Link::new(p.local.miss_bytes_per_cycle),
             local_bytes: 0,
+            l1_cache: L1Cache::new(l1_bytes, p.memory.l2.line_bytes, p.l1.ways),
             dsmem: Link::new(p.cluster.dsmem_bytes_per_cycle.max(f64::MIN_POSITIVE)),
         }
     }

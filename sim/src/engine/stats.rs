@@ -153,6 +153,9 @@ pub struct RunStats {
     pub instructions: u64,
     pub events: u64,
     pub mem: MemStats,
+    /// Sectors global loads looked up in the SMs' L1 data caches, and those that hit.
+    pub l1_sectors: u64,
+    pub l1_hits: u64,
     pub occupancy: Occupancy,
 }
 
@@ -246,6 +249,12 @@ impl Engine<'_> {
             instructions: self.parts.iter().map(|pt| pt.issued).sum(),
             events: self.q.pushed(),
             mem,
+            l1_sectors: self
+                .sms
+                .iter()
+                .map(|sm| sm.l1_cache.hits + sm.l1_cache.misses)
+                .sum(),
+            l1_hits: self.sms.iter().map(|sm| sm.l1_cache.hits).sum(),
             occupancy: self.occ,
         };
         (stats, self.mem)

@@ -96,6 +96,14 @@ pub fn dispatch_order(gpcs: &[u32], sequence: &[u32], sms: usize) -> Vec<usize> 
     order
 }
 
+/// Bytes of L1 data cache each SM has for `k` (`crate::sm::l1`): what the driver's
+/// shared-memory carveout leaves for the CTAs an SM holds at once (`occ`, or fewer when the
+/// grid does not fill a wave).
+pub fn l1_cache_bytes(k: &Kernel, p: &Preset, occ: &Occupancy) -> u64 {
+    let resident = occ.ctas.min(k.grid.div_ceil(p.sm.count.max(1)));
+    p.l1.cache_bytes(k.smem_bytes, resident)
+}
+
 /// The SM the next CTA goes to, given each SM's resident CTAs: the one with room that holds the
 /// fewest (the first in `order`, from [`dispatch_order`], on a tie), so the first wave spreads
 /// over all SMs and later CTAs refill SMs as CTAs retire. `None` when every SM is full.

@@ -484,7 +484,8 @@ pub struct Local {
 /// The SM's L1 as its load/store unit uses it: every warp access to global or local memory
 /// (ld/st.global, cp.async, spill loads and stores) holds its tag stage for
 /// `max(access_cycles, lines x line_cycles)` cycles, `lines` the 128-byte lines it touches
-/// (`crate::sm::lsu`).
+/// (`crate::sm::lsu`), a global load that finds all its sectors in the L1 data cache
+/// `max(hit_cycles, lines x line_cycles)` (`crate::sm::l1`).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct L1 {
@@ -495,6 +496,91 @@ pub struct L1 {
     /// Global accesses that may wait for the stage; a warp whose ld/st.global or cp.async
     /// would be one more stalls (`lg_throttle`).
     pub queue: u32,
+    /// Bytes of the array that L1 data and shared memory share per SM; 0: global loads are
+    /// not cached in L1.
+    #[serde(default)]
+    pub unified_bytes: u64,
+    /// The shared-memory carveouts the driver chooses from, in bytes, ascending: the smallest
+    /// that holds what the kernel's resident CTAs need; the rest of the array is L1.
+    #[serde(default)]
+    pub carveouts: Vec<u64>,
+    /// Shared memory the system reserves per CTA, which the carveout must hold too.
+    #[serde(default)]
+    pub smem_reserved_per_cta: u64,
+    /// Ways per set of the L1 data cache (its sets are hashed).
+    #[serde(default)]
+    pub ways: u32,
+    /// Cycles from the end of a hit's tag-stage access until its value is usable.
+    #[serde(default)]
+    pub hit_latency: u64,
+    /// The least a global load whose lines all hit holds the tag stage.
+    #[serde(default)]
+    pub hit_cycles: u64,
+}
+
+/// Most bytes of the L1/shared-memory array per SM (its tags take ~18 bytes per line).
+pub const MAX_L1_BYTES: u64 = 1 << 26;
+
+impl L1 {
+    /// Why the L1 data cache's fields cannot be used, naming the field.
+    fn problem(&self) -> Option<String> {
+        if self.unified_bytes == 0 {
+            return None;
+        }
+        if self.unified_bytes > MAX_L1_BYTES {
+            return Some(format!(
+                "l1.unified_bytes = {} must be at most {MAX_L1_BYTES}",
+                self.unified_bytes
+            ));
+        }
+        let c = &self.carveouts;
+        if c.is_empty()
+            || c.windows(2).any(|w| w[0] >= w[1])
+            || c.iter().any(|&b| b > self.unified_bytes)
+        {
+            return Some(format!(
+                "l1.carveouts {c:?} must list at least one carveout, ascending, each at most \
+                 l1.unified_bytes = {}",
+                self.unified_bytes
+            ));
+        }
+        for (field, v, max) in [
+            ("l1.ways", u64::from(self.ways), 1024),
+            ("l1.hit_cycles", self.hit_cycles, MAX_FIELD_CYCLES),
+        ] {
+            if v == 0 || v > max {
+                return Some(format!("{field} = {v} must be in 1..={max}"));
+            }
+        }
+        for (field, v, max) in [
+            ("l1.hit_latency", self.hit_latency, MAX_FIELD_CYCLES),
+            (
+                "l1.smem_reserved_per_cta",
+                self.smem_reserved_per_cta,
+                1 << 32,
+            ),
+        ] {
+            if v > max {
+                return Some(format!("{field} = {v} must be at most {max}"));
+            }
+        }
+        None
+    }
+
+    /// Bytes of L1 data cache an SM has for a kernel of `smem_per_cta` bytes of shared memory
+    /// per CTA and `ctas` resident CTAs per SM: the array less the smallest carveout that holds
+    /// them (the largest when none does).
+    pub fn cache_bytes(&self, smem_per_cta: u64, ctas: u32) -> u64 {
+        let need = u64::from(ctas).saturating_mul(smem_per_cta + self.smem_reserved_per_cta);
+        let carveout = self
+            .carveouts
+            .iter()
+            .copied()
+            .find(|&c| c >= need)
+            .or(self.carveouts.last().copied())
+            .unwrap_or(0);
+        self.unified_bytes.saturating_sub(carveout)
+    }
 }
 
 /// A `gpu_overrides` path that names no field of the preset.
@@ -1035,6 +1121,9 @@ impl Preset {
                 c.gpc_sms.len()
             ));
         }
+        if let Some(message) = self.l1.problem() {
+            return bad(message);
+        }
         Ok(())
     }
 
@@ -1260,5 +1349,29 @@ mod tests {
                 Err(format!("preset `h100-sxm`: {field} must be positive"))
             );
         }
+    }
+
+    #[test]
+    fn the_l1_is_what_the_carveout_leaves() {
+        let l1 = Preset::builtin("h100-sxm").unwrap().l1;
+        let kib = |b: u64| b / 1024;
+        // No shared memory: one CTA's 1 KB reserve takes the 8 KB step, 8 CTAs still do.
+        assert_eq!(kib(l1.cache_bytes(0, 1)), 248);
+        assert_eq!(kib(l1.cache_bytes(0, 8)), 248);
+        assert_eq!(kib(l1.cache_bytes(0, 9)), 240);
+        // Two CTAs of 8 KiB tiles: 18 KB, the 32 KB step.
+        assert_eq!(kib(l1.cache_bytes(8 << 10, 2)), 224);
+        // 200 KiB: the largest step, 228 KB; more than it holds takes it too.
+        assert_eq!(kib(l1.cache_bytes(200 << 10, 1)), 28);
+        assert_eq!(kib(l1.cache_bytes(200 << 10, 2)), 28);
+        let off = |field: &str, value: &str| {
+            let o = BTreeMap::from([(field.to_string(), ron::from_str(value).unwrap())]);
+            Preset::with_overrides("h100-sxm", &o).map(|p| p.l1.cache_bytes(0, 1))
+        };
+        assert_eq!(off("l1.unified_bytes", "0").unwrap(), 0);
+        let e = off("l1.carveouts", "[8192, 0]").unwrap_err().to_string();
+        assert!(e.contains("l1.carveouts [8192, 0] must list"), "{e}");
+        let e = off("l1.ways", "0").unwrap_err().to_string();
+        assert!(e.contains("l1.ways = 0 must be in 1..=1024"), "{e}");
     }
 }

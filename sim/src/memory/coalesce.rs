@@ -48,6 +48,21 @@ pub fn line_requests(sectors: &[u64], sector_bytes: u64, line_bytes: u64) -> Vec
     out
 }
 
+/// The lines a warp access touches (line indices, ascending) with the mask of its sectors in
+/// each (bit k: sector k of the line); `sectors` as [`sectors`] returns them.
+pub fn line_sectors(sectors: &[u64], sector_bytes: u64, line_bytes: u64) -> Vec<(u64, u8)> {
+    let per_line = (line_bytes / sector_bytes).max(1);
+    let mut out: Vec<(u64, u8)> = Vec::new();
+    for &s in sectors {
+        let (line, bit) = (s / per_line, 1u8 << (s % per_line));
+        match out.last_mut() {
+            Some(last) if last.0 == line => last.1 |= bit,
+            _ => out.push((line, bit)),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,6 +99,22 @@ mod tests {
         // A 1 KiB stride: 32 requests of one sector each.
         let s = sectors(&lanes(|l| l * 1024), 4, 32);
         assert_eq!(line_requests(&s, 32, 128).len(), 32);
+    }
+
+    #[test]
+    fn sectors_group_into_lines_with_masks() {
+        // 16 B per lane from byte 96: sector 3 of line 0, lines 1..4 whole, sectors 0 to 2 of
+        // line 4.
+        let s = sectors(&lanes(|l| 96 + l * 16), 16, 32);
+        let l = line_sectors(&s, 32, 128);
+        assert_eq!(l.first(), Some(&(0, 0b1000)));
+        assert_eq!(l[1..4], [(1, 0b1111), (2, 0b1111), (3, 0b1111)]);
+        assert_eq!(l.last(), Some(&(4, 0b0111)));
+        // Every lane on one word (a broadcast): one sector of one line.
+        assert_eq!(
+            line_sectors(&sectors(&lanes(|_| 200), 4, 32), 32, 128),
+            [(1, 0b0100)]
+        );
     }
 
     #[test]

@@ -6,3 +6,4 @@ pub mod coalesce;
 pub mod hbm;
 pub mod l2;
 pub mod system;
+pub mod tags;

@@ -112,6 +112,13 @@ pub fn compare(baseline: (&str, &Value), current: (&str, &Value)) -> Diff {
     }
     add(
         "memory",
+        "l1 hit rate",
+        "%",
+        100.0 * num(&a["l1"]["hit_rate"]),
+        100.0 * num(&b["l1"]["hit_rate"]),
+    );
+    add(
+        "memory",
         "l2 hit rate",
         "%",
         100.0 * num(&a["l2"]["hit_rate"]),

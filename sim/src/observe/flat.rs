@@ -125,7 +125,7 @@ fn unit(path: &[&str]) -> &'static str {
         ["ctas"] => "CTAs",
         ["ctas_per_sm"] => "CTAs/SM",
         ["waves"] => "waves",
-        ["last_wave_fill" | "tensor_load"] | ["l2", "hit_rate"] | ["units", _, "busy"] => {
+        ["last_wave_fill" | "tensor_load"] | ["l1" | "l2", "hit_rate"] | ["units", _, "busy"] => {
             "fraction"
         }
         ["cycles"] | ["analytic" | "bound", "cycles"] | ["bound", "units", _] => "cycles",
@@ -137,6 +137,7 @@ fn unit(path: &[&str]) -> &'static str {
         ["instructions"] | ["roles", _, "instructions"] => "warp-inst",
         ["l2" | "dram", "bandwidth_gbs"] => "GB/s",
         ["l2", "bytes"] | ["dram", _] => "B",
+        ["l1", "sectors"] => "sectors",
         ["schedulers", "active_warps" | "eligible_warps"] | ["roles", _, "warps"] => "warps",
         ["schedulers", "issued_per_cycle"] => "inst/cycle",
         ["roles", _, "lifetime"] => "warp-cycles",

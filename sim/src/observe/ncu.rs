@@ -109,6 +109,10 @@ pub fn metrics(r: &Report, p: &Preset) -> BTreeMap<String, f64> {
         );
     }
 
+    // Only a run whose loads went through an L1 has it: others' metrics stay as they were.
+    if let Some(l1) = &r.l1 {
+        put("l1tex__t_sector_hit_rate.pct".into(), 100.0 * l1.hit_rate);
+    }
     put("lts__t_sector_hit_rate.pct".into(), 100.0 * r.l2.hit_rate);
     put("dram__bytes_read.sum".into(), r.dram.read_bytes as f64);
     // Lines still dirty in L2 at the end are written after the kernel, out of its counters.

@@ -71,6 +71,9 @@ pub struct Report {
     pub flops: u64,
     pub tflops: f64,
     pub instructions: u64,
+    /// The SMs' L1 data caches as global loads used them; absent when no load went through one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub l1: Option<L1Report>,
     pub l2: L2Report,
     pub dram: DramReport,
     pub units: BTreeMap<String, Unit>,
@@ -111,6 +114,14 @@ pub struct TraceReport {
     pub truncated_at: Option<u64>,
     #[serde(skip)]
     pub max_bytes: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct L1Report {
+    /// Sectors looked up that hit (a sector still being filled counts as a hit).
+    pub hit_rate: f64,
+    /// Sectors global loads looked up.
+    pub sectors: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -468,6 +479,10 @@ impl Report {
                 0.0
             },
             instructions: s.instructions,
+            l1: (s.l1_sectors > 0).then(|| L1Report {
+                hit_rate: s.l1_hits as f64 / s.l1_sectors as f64,
+                sectors: s.l1_sectors,
+            }),
             l2: L2Report {
                 hit_rate: m.l2_hits as f64 / (m.l2_hits + m.l2_misses).max(1) as f64,
                 bytes: m.l2_bytes,
@@ -678,6 +693,14 @@ impl Report {
                     100.0 * d.efficiency
                 );
             }
+        }
+        if let Some(l1) = &self.l1 {
+            let _ = writeln!(
+                o,
+                "  L1          {:.1}% hit, {} sectors of global loads",
+                100.0 * l1.hit_rate,
+                grouped(l1.sectors)
+            );
         }
         let _ = writeln!(
             o,

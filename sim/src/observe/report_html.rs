@@ -204,10 +204,14 @@ fn summary(report: &Value, other: &Value, instants: &BTreeMap<String, u64>) -> S
             ),
         ));
     }
+    // L1 only where loads went through it (the report has it then).
+    let l1 = report["l1"]["hit_rate"]
+        .as_f64()
+        .map_or(String::new(), |h| format!("L1 hit {:.1}%, ", 100.0 * h));
     rows.push((
         "memory".into(),
         format!(
-            "L2 hit {:.1}%, DRAM {} B ({:.0} GB/s)",
+            "{l1}L2 hit {:.1}%, DRAM {} B ({:.0} GB/s)",
             100.0 * report["l2"]["hit_rate"].as_f64().unwrap_or(0.0),
             report["dram"]["bytes"],
             report["dram"]["bandwidth_gbs"].as_f64().unwrap_or(0.0)

@@ -2,7 +2,8 @@
 //! Lane addresses coalesce into 32-byte sectors and L2-line requests
 //! (`crate::memory::coalesce`). Every warp access first holds the SM's L1 tag stage, one
 //! line after another (`l1.line_cycles` each, at least `l1.access_cycles`: calibration/
-//! l1_rate.cu), so an uncoalesced load costs the lines it touches even where its bytes are
+//! l1_rate.cu; at least `l1.hit_cycles` for a plain load whose sectors the L1 data cache holds,
+//! `crate::sm::l1`), so an uncoalesced load costs the lines it touches even where its bytes are
 //! few; its line requests and its bytes on the SM's port to L2 leave when the stage takes it up.
 //! All are booked at issue, for that cycle: behind a backlog, ahead of time (as L2's slices
 //! are, `engine::server`). While `l1.queue` accesses wait for the stage, the next global one
@@ -11,8 +12,9 @@
 use crate::engine::error::Fault;
 use crate::engine::schedule::{Outcome, Pending};
 use crate::engine::Engine;
-use crate::memory::coalesce::{line_requests, sectors};
+use crate::memory::coalesce::{line_requests, line_sectors, sectors};
 use crate::observe::warp_state::State;
+use crate::sm::l1::{runs, LineLookup};
 use crate::sm::smem::wavefronts;
 use isa::expr::Code;
 use isa::program::{CounterRef, SlotRef};
@@ -37,10 +39,10 @@ impl Engine<'_> {
         }
     }
 
-    /// Books a global warp access of `lines` lines on the L1's tag stage (it joins the
-    /// stage's queue until it starts): (start, end).
-    fn book_l1_global(&mut self, sm: u32, lines: u64) -> (u64, u64) {
-        let (start, end) = self.book_l1(sm, lines);
+    /// Books a global warp access of `lines` lines, at least `least` cycles, on the L1's tag
+    /// stage (it joins the stage's queue until it starts): (start, end).
+    fn book_l1_global(&mut self, sm: u32, lines: u64, least: u64) -> (u64, u64) {
+        let (start, end) = self.book_l1_at_least(sm, lines, least);
         if start > self.now {
             self.sms[sm as usize].l1_waiting.push_back(start);
         }
@@ -49,8 +51,11 @@ impl Engine<'_> {
 
     /// Books a warp access of `lines` 128-byte lines on SM `sm`'s L1 tag stage: (start, end).
     pub(crate) fn book_l1(&mut self, sm: u32, lines: u64) -> (u64, u64) {
-        let l1 = &self.p.l1;
-        let cycles = lines.saturating_mul(l1.line_cycles).max(l1.access_cycles);
+        self.book_l1_at_least(sm, lines, self.p.l1.access_cycles)
+    }
+
+    fn book_l1_at_least(&mut self, sm: u32, lines: u64, least: u64) -> (u64, u64) {
+        let cycles = lines.saturating_mul(self.p.l1.line_cycles).max(least);
         self.sms[sm as usize].l1.book(self.now, cycles)
     }
 
@@ -69,42 +74,113 @@ impl Engine<'_> {
         Ok(sectors(&addrs, width, self.p.memory.sector_bytes))
     }
 
-    /// ld/st.global: a load's result is ready when its last line is back; a store's data leaves
-    /// through the port first, then each line is written.
-    pub(crate) fn issue_global(
+    /// st.global: the data leaves through the port first, then each line is written to L2.
+    /// The L1 is write-through and allocates nothing for a store (`crate::sm::l1`): a line it
+    /// holds keeps its sectors, which take the stored bytes.
+    pub(crate) fn issue_store(
         &mut self,
         w: u32,
-        store: bool,
+        tensor: u16,
+        addr: &Code,
+        width: u32,
+    ) -> Result<(), Fault> {
+        let sector = self.p.memory.sector_bytes;
+        let sectors = self.tensor_sectors(w, tensor, addr, width)?;
+        let requests = line_requests(&sectors, sector, self.p.memory.l2.line_bytes);
+        let sm = self.warps[w as usize].sm;
+        let least = self.p.l1.access_cycles;
+        let (start, tagged) = self.book_l1_global(sm, requests.len() as u64, least);
+        let sent = self.mem.port(sm, start, sectors.len() as u64 * sector);
+        let mut done = tagged.max(sent);
+        for (a, n) in requests {
+            done = done.max(self.mem.write(sm, sent, a, n, &mut self.rng));
+        }
+        self.book_horizon(done);
+        let warp = &mut self.warps[w as usize];
+        warp.stores_done = warp.stores_done.max(done);
+        Ok(())
+    }
+
+    /// ld.global: the result is ready when its last line is there. With `l1` (`cache: L1`)
+    /// and an L1 data cache on the SM, lines whose sectors it holds are there `l1.hit_latency`
+    /// after the tag stage (or when their fill arrives) and only the missing sectors go to L2;
+    /// otherwise every line is an L2 request.
+    pub(crate) fn issue_load(
+        &mut self,
+        w: u32,
         tensor: u16,
         addr: &Code,
         width: u32,
         sb: Option<u8>,
+        l1: bool,
     ) -> Result<(), Fault> {
-        let sector = self.p.memory.sector_bytes;
         let sectors = self.tensor_sectors(w, tensor, addr, width)?;
-        let bytes = sectors.len() as u64 * sector;
-        let requests = line_requests(&sectors, sector, self.p.memory.l2.line_bytes);
         let sm = self.warps[w as usize].sm;
-        let (start, tagged) = self.book_l1_global(sm, requests.len() as u64);
-        let sent = self.mem.port(sm, start, bytes);
-        let mut done = tagged.max(if store { sent } else { start });
-        for (a, n) in requests {
-            let t = if store {
-                self.mem.write(sm, sent, a, n, &mut self.rng)
-            } else {
-                self.mem.read(sm, start, a, n, &mut self.rng)
-            };
-            done = done.max(t);
-        }
-        let done = if store { done } else { done.max(sent) };
-        self.book_horizon(done);
-        let warp = &mut self.warps[w as usize];
-        if store {
-            warp.stores_done = warp.stores_done.max(done);
+        let done = if l1 && self.sms[sm as usize].l1_cache.enabled() {
+            self.cached_load(sm, &sectors)
         } else {
-            warp.load_result(sb, done, State::LongScoreboard);
-        }
+            self.uncached_load(sm, &sectors)
+        };
+        self.book_horizon(done);
+        self.warps[w as usize].load_result(sb, done, State::LongScoreboard);
         Ok(())
+    }
+
+    /// A load of `sectors` from L2: one request per line, all its bytes through the port.
+    fn uncached_load(&mut self, sm: u32, sectors: &[u64]) -> u64 {
+        let sector = self.p.memory.sector_bytes;
+        let requests = line_requests(sectors, sector, self.p.memory.l2.line_bytes);
+        let least = self.p.l1.access_cycles;
+        let (start, tagged) = self.book_l1_global(sm, requests.len() as u64, least);
+        let mut done = tagged.max(self.mem.port(sm, start, sectors.len() as u64 * sector));
+        for (a, n) in requests {
+            done = done.max(self.mem.read(sm, start, a, n, &mut self.rng));
+        }
+        done
+    }
+
+    /// A load of `sectors` through the SM's L1 data cache: a load that hits all its lines
+    /// holds the tag stage `l1.hit_cycles` at least, one that misses any `l1.access_cycles`;
+    /// each run of a line's missing sectors is one L2 request, and only they cross the port.
+    fn cached_load(&mut self, sm: u32, sectors: &[u64]) -> u64 {
+        let (sector, line_bytes) = (self.p.memory.sector_bytes, self.p.memory.l2.line_bytes);
+        let cache = &mut self.sms[sm as usize].l1_cache;
+        let found: Vec<(u64, u8, LineLookup)> = line_sectors(sectors, sector, line_bytes)
+            .into_iter()
+            .map(|(line, touched)| (line, touched, cache.lookup(line, touched)))
+            .collect();
+        let missing: u64 = found
+            .iter()
+            .map(|(_, _, l)| u64::from(l.missing.count_ones()))
+            .sum();
+        let l1 = &self.p.l1;
+        let least = if missing == 0 {
+            l1.hit_cycles
+        } else {
+            l1.access_cycles
+        };
+        let hit_latency = l1.hit_latency;
+        let (start, tagged) = self.book_l1_global(sm, found.len() as u64, least);
+        let mut done = tagged;
+        if missing > 0 {
+            done = done.max(self.mem.port(sm, start, missing * sector));
+        }
+        for (line, touched, l) in found {
+            if touched & !l.missing != 0 {
+                done = done.max(tagged + hit_latency).max(l.ready);
+            }
+            if l.missing != 0 {
+                let mut back = 0;
+                for (first, count) in runs(l.missing) {
+                    let at = line * line_bytes + u64::from(first) * sector;
+                    let bytes = u64::from(count) * sector;
+                    back = back.max(self.mem.read(sm, start, at, bytes, &mut self.rng));
+                }
+                self.sms[sm as usize].l1_cache.filled(&l, back);
+                done = done.max(back);
+            }
+        }
+        done
     }
 
     /// cp.async: per lane, `width` bytes from byte `src` of `tensor` to byte `addr` of slot
@@ -126,7 +202,8 @@ impl Engine<'_> {
         let sector = self.p.memory.sector_bytes;
         let sm = self.warps[w as usize].sm;
         let requests = line_requests(&sectors, sector, self.p.memory.l2.line_bytes);
-        let (start, tagged) = self.book_l1_global(sm, requests.len() as u64);
+        let least = self.p.l1.access_cycles;
+        let (start, tagged) = self.book_l1_global(sm, requests.len() as u64, least);
         let mut back = tagged.max(self.mem.port(sm, start, sectors.len() as u64 * sector));
         for (a, n) in requests {
             back = back.max(self.mem.read(sm, start, a, n, &mut self.rng));

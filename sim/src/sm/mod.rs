@@ -4,6 +4,7 @@
 
 pub mod async_groups;
 pub mod cluster;
+pub mod l1;
 pub mod local;
 pub mod lsu;
 pub mod mbarrier;

@@ -533,6 +533,32 @@ pub(super) fn specs() -> Vec<Spec> {
             minus: 1.0,
         },
     );
+    // The L1 data cache (l1_cache.cu on an H100, the same SM): one thread's chase over `kib`
+    // KiB, the slope between 1 and 2 passes per hop, less the Alu's issue slot, as l2_chase.
+    for (test, cg, smem, label) in [
+        ("l1_chase", 0i64, 0i64, "plain"),
+        ("l1_chase_cg", 1, 0, ".cg"),
+        ("l1_chase_smem", 0, 1, "plain, 228 KB shared"),
+    ] {
+        for kib in [8i64, 16, 32, 64, 96, 128, 160, 192, 224, 256, 384] {
+            add(
+                "l1_cache",
+                format!("chase {kib} KiB, {label}"),
+                "cycles",
+                "l1_cache",
+                v(test, &kib.to_string()),
+                "l1",
+                sets(&[("kib", kib), ("cg", cg), ("smem", smem)]),
+                Metric::Slope {
+                    key: "passes",
+                    lo: 1,
+                    hi: 2,
+                    per: (kib * 8) as f64,
+                    minus: 1.0,
+                },
+            );
+        }
+    }
     for n in [8, 16, 24, 32, 48, 64, 96, 128, 192, 256] {
         for (form, rs) in [("ss", 0), ("rs", 1)] {
             add(

@@ -74,6 +74,10 @@ const STORED: &[(&str, &str)] = &[
         include_str!("../../../calibration/data/h100-sched.csv"),
     ),
     (
+        "l1_cache",
+        include_str!("../../../calibration/data/h100-l1_cache.csv"),
+    ),
+    (
         "softmax_h100",
         include_str!("../../../calibration/data/h100-softmax.csv"),
     ),

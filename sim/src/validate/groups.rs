@@ -72,6 +72,17 @@ pub(super) const GROUPS: &[Group] = &[
                issue-to-wait, mbarrier hand-off, TMA load to mbarrier wake",
     },
     Group {
+        name: "l1_cache",
+        bound: Bound::Relative(0.15),
+        note: "one thread's pointer chase, a line per 128 bytes, over 8 to 384 KiB (an H100, \
+               h100-l1_cache.csv: the same SM as the H200): plain loads hit the L1 in 38.9 \
+               cycles a hop while the footprint fits, to 192 KiB with the least shared-memory \
+               carveout (248 KB of L1) and to 16 KiB with the most (28 KB); .cg loads take the \
+               L2's 283-290 at every footprint, as plain ones far past the capacity. Between, \
+               the knee of 4 ways in hashed sets: 86.5 cycles at 224 KiB against the chip's \
+               73.8, 163 at 256 against 173, 191 at 32 KiB of 28 KB against 217",
+    },
+    Group {
         name: "wgmma_in_flight",
         bound: Bound::Relative(0.15),
         note: "one warpgroup: k = 1 to 32 back-to-back wgmma m64nNk16 (N = 64, 128, 256), \

@@ -39,6 +39,7 @@ const TWINS: &[(&str, &str, &str, Option<&str>)] = &[
     twin!("wgmma", "scenarios/calibration/wgmma.ron"),
     twin!("barriers", "scenarios/calibration/barriers.ron"),
     twin!("gmem", "scenarios/calibration/gmem.ron"),
+    twin!("l1", "scenarios/calibration/l1.ron"),
     twin!("inflight", "scenarios/calibration/inflight.ron"),
     twin!("loaded", "scenarios/calibration/loaded.ron"),
     twin!("sector", "scenarios/calibration/sector.ron"),

@@ -147,10 +147,15 @@ impl Walk<'_> {
                 tensor,
                 addr,
                 width,
+                l1,
                 ..
             } => {
                 let addrs = self.tensor_lanes(w, *tensor, addr, *width)?;
-                self.sectors(d, &addrs, *width, *store);
+                if *l1 && self.l1_read.is_some() {
+                    self.cached_sectors(d, &addrs, *width);
+                } else {
+                    self.sectors(d, &addrs, *width, *store);
+                }
                 Ok(1)
             }
             Inst::Shared {
@@ -287,6 +292,24 @@ impl Walk<'_> {
         d.l1 += (requests.len() as u64 * l1.line_cycles).max(l1.access_cycles);
         for (a, n) in requests {
             self.access(d, a, n, write);
+        }
+    }
+
+    /// A warp's load through the L1 data cache: the tag stage as if every line hit, and of its
+    /// sectors only those no load through an L1 read before, to L2 and through the SM's port:
+    /// each must reach some SM's L1 once (which SM's, and what is read again after an eviction,
+    /// a walk without timing cannot tell; the engine's traffic is at least this).
+    fn cached_sectors(&mut self, d: &mut Demand, addrs: &LaneAddrs, width: u32) {
+        let sector = self.p.memory.sector_bytes;
+        let sectors = coalesce::sectors(addrs, width, sector);
+        let lines = coalesce::line_sectors(&sectors, sector, self.p.memory.l2.line_bytes);
+        let l1 = &self.p.l1;
+        d.l1 += (lines.len() as u64 * l1.line_cycles).max(l1.hit_cycles);
+        for s in sectors {
+            if self.l1_read.as_mut().is_some_and(|seen| seen.insert(s)) {
+                d.port_bytes += sector;
+                self.access(d, s * sector, sector, false);
+            }
         }
     }
 

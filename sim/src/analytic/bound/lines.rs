@@ -85,3 +85,26 @@ impl Lines {
         (fills, dirty)
     }
 }
+
+/// A sparse set of indices (the 32-byte sectors cached loads have read), as pages of bits.
+#[derive(Default)]
+pub(super) struct Seen {
+    index: HashMap<u64, usize>,
+    pages: Vec<[u64; PAGE_WORDS]>,
+}
+
+impl Seen {
+    /// Adds `i`; whether it was not there before.
+    pub(super) fn insert(&mut self, i: u64) -> bool {
+        let pages = &mut self.pages;
+        let p = *self.index.entry(i / PAGE_LINES).or_insert_with(|| {
+            pages.push([0; PAGE_WORDS]);
+            pages.len() - 1
+        });
+        let bit = i % PAGE_LINES;
+        let (w, m) = ((bit / 64) as usize, 1u64 << (bit % 64));
+        let new = self.pages[p][w] & m == 0;
+        self.pages[p][w] |= m;
+        new
+    }
+}

@@ -8,8 +8,10 @@
 //!   ld/st.shared and cp.async wavefronts, TMA box bytes over the port width), `tma` (TMA issue
 //!   cycles), `tma_fill` (TMA load bytes, each box at its fill rate), `tma_store` (TMA store
 //!   bytes over `tma.store_bytes_per_cycle`), `l1` (the L1's tag stage:
-//!   `max(l1.access_cycles, lines x l1.line_cycles)` per global or local warp access), `l2_port` (bytes through the SM's port to L2,
-//!   `memory.sm_bytes_per_cycle`);
+//!   `max(l1.access_cycles, lines x l1.line_cycles)` per global or local warp access, a load
+//!   through the L1 data cache as a hit), `l2_port` (bytes through the SM's port to L2,
+//!   `memory.sm_bytes_per_cycle`; of loads through the L1 data cache only the sectors no such
+//!   load read before: each reaches some SM once);
 //! - per partition (the busiest one counts): `issue` (one instruction), `alu`, `fma`, `mufu`, `shfl`,
 //!   `mma` (pipe cycles per warp-instruction); warp `w` of a CTA runs on partition `w % partitions`;
 //! - GPU-wide: `l2` (all L2 request bytes over `memory.l2.bytes_per_cycle`) and `hbm` (bytes that

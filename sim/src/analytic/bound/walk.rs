@@ -4,8 +4,9 @@
 
 use super::demand::Demand;
 use super::error::{BoundError, WalkError};
-use super::lines::Lines;
+use super::lines::{Lines, Seen};
 use crate::engine::MAX_CONTROL_STEPS;
+use crate::gpu::cta_scheduler::{l1_cache_bytes, occupancy};
 use crate::gpu::preset::Preset;
 use isa::divergence::{lane_values, Lanes};
 use isa::expr::Code;
@@ -31,6 +32,9 @@ pub(super) struct Walk<'a> {
     /// Atomic counters live after the tensors, one line each.
     pub(super) counter_base: u64,
     pub(super) lines: Lines,
+    /// The sectors loads through the L1 have read so far; `None` when the SMs have no L1 data
+    /// cache for this kernel.
+    pub(super) l1_read: Option<Seen>,
     /// Walk steps left.
     budget: u64,
     /// Per counter, atomics of the current CTA already charged to memory (the engine sends the
@@ -57,6 +61,7 @@ impl<'a> Walk<'a> {
             warm,
             counter_base: next,
             lines: Lines::default(),
+            l1_read: (l1_cache_bytes(k, p, &occupancy(k, p)) > 0).then(Seen::default),
             budget,
             charged: Vec::new(),
         }

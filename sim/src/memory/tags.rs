@@ -1,0 +1,266 @@
+//! A set-associative array of lines divided into sectors, the part the L2 ([`crate::memory::l2`])
+//! and each SM's L1 ([`crate::sm::l1`]) share: per way its line's tag, the sectors it holds (a
+//! mask: a request finds its sectors there or has the missing ones filled, so an isolated
+//! sector does not bring in the whole line), when its data is (or will be) present, so that
+//! requests for a line whose fill is still in flight wait for that fill instead of fetching it
+//! again (miss merging, as MSHRs do), and its replacement state.
+//!
+//! Replacement is LRU or SRRIP (static re-reference interval prediction, Jaleel et al., ISCA
+//! 2010) with 2-bit counters: a hit predicts a line is re-referenced soon, the victim is a line
+//! predicted furthest, and new lines are inserted at "long", so lines touched once leave
+//! before lines that were re-read (scan resistance). Neither is thrash-resistant: a buffer
+//! re-read cyclically that exceeds a set misses almost entirely.
+
+use crate::memory::system::spread;
+
+/// How a line's index picks its set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetIndex {
+    /// The index folded with its high bits, modulo the sets: consecutive lines fill the sets
+    /// evenly, and power-of-two strides do not map onto a few sets.
+    Fold,
+    /// A multiplicative hash of the index ([`spread`]): consecutive lines land in sets as if
+    /// at random, so some sets overflow before the array is full.
+    Hash,
+}
+
+/// Which way of a full set a new line takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Replacement {
+    /// The least recently used: a line in use stays however often lines no longer used were
+    /// re-read before.
+    Lru,
+    /// SRRIP: the first way predicted to be re-referenced furthest.
+    Srrip,
+}
+
+#[derive(Clone, Debug)]
+pub struct SectorTags {
+    sets: u64,
+    ways: usize,
+    index: SetIndex,
+    replacement: Replacement,
+    tags: Vec<u64>,
+    /// Re-reference prediction value per way (SRRIP): 0 = soon .. MAX_RRPV = distant.
+    rrpv: Vec<u8>,
+    /// The lookup that last touched each way (LRU), and lookups so far.
+    used: Vec<u64>,
+    lookups: u64,
+    ready: Vec<u64>,
+    /// The sectors each way holds (bit k: sector k of the line).
+    valid: Vec<u8>,
+}
+
+/// The outcome of one line lookup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lookup {
+    /// The line was there (whichever of its sectors it holds).
+    pub hit: bool,
+    /// When the line's data is there (a hit on a line still being filled waits for the fill);
+    /// 0 for a line just allocated.
+    pub ready: u64,
+    /// The line's way, for the calls that follow.
+    pub slot: usize,
+    /// A miss took the way of another line (not an empty one).
+    pub replaced: bool,
+}
+
+const INVALID: u64 = u64::MAX;
+const MAX_RRPV: u8 = 3;
+/// "Long" re-reference interval, one step short of distant.
+const LONG_RRPV: u8 = MAX_RRPV - 1;
+
+impl SectorTags {
+    /// An empty array of `lines` lines (at least one set) in sets of `ways`.
+    pub fn new(lines: u64, ways: u32, index: SetIndex, replacement: Replacement) -> Self {
+        let ways = ways.max(1) as usize;
+        let sets = (lines / ways as u64).max(1);
+        let n = sets as usize * ways;
+        let (srrip, lru) = match replacement {
+            Replacement::Srrip => (n, 0),
+            Replacement::Lru => (0, n),
+        };
+        SectorTags {
+            sets,
+            ways,
+            index,
+            replacement,
+            tags: vec![INVALID; n],
+            rrpv: vec![MAX_RRPV; srrip],
+            used: vec![0; lru],
+            lookups: 0,
+            ready: vec![0; n],
+            valid: vec![0; n],
+        }
+    }
+
+    /// Ways in all.
+    pub fn slots(&self) -> usize {
+        self.tags.len()
+    }
+
+    fn set_of(&self, line: u64) -> usize {
+        match self.index {
+            SetIndex::Fold => ((line ^ (line >> 13) ^ (line >> 27)) % self.sets) as usize,
+            SetIndex::Hash => spread(line, self.sets as usize),
+        }
+    }
+
+    /// Looks up `line` (a line index, address / line size); on a miss a way predicted to be
+    /// re-referenced furthest in the future is given to it, holding no sectors yet.
+    pub fn access(&mut self, line: u64) -> Lookup {
+        let base = self.set_of(line) * self.ways;
+        let ways = base..base + self.ways;
+        self.lookups += 1;
+        if let Some(i) = ways.clone().find(|&i| self.tags[i] == line) {
+            self.touch(i, 0);
+            return Lookup {
+                hit: true,
+                ready: self.ready[i],
+                slot: i,
+                replaced: false,
+            };
+        }
+        let victim = match ways.clone().find(|&i| self.tags[i] == INVALID) {
+            Some(i) => i,
+            None => self.victim(ways),
+        };
+        let replaced = self.tags[victim] != INVALID;
+        self.tags[victim] = line;
+        self.touch(victim, LONG_RRPV);
+        self.ready[victim] = 0;
+        self.valid[victim] = 0;
+        Lookup {
+            hit: false,
+            ready: 0,
+            slot: victim,
+            replaced,
+        }
+    }
+
+    /// Way `i` is used now; under SRRIP it is predicted at `rrpv`.
+    fn touch(&mut self, i: usize, rrpv: u8) {
+        match self.replacement {
+            Replacement::Lru => self.used[i] = self.lookups,
+            Replacement::Srrip => self.rrpv[i] = rrpv,
+        }
+    }
+
+    /// The way of a full set that a new line takes. SRRIP ages the set until some way is
+    /// predicted distant and takes the first such way.
+    fn victim(&mut self, ways: std::ops::Range<usize>) -> usize {
+        let first = ways.start;
+        match self.replacement {
+            Replacement::Lru => ways.min_by_key(|&i| self.used[i]).unwrap_or(first),
+            Replacement::Srrip => {
+                let oldest = ways.clone().map(|i| self.rrpv[i]).max().unwrap_or(MAX_RRPV);
+                let age = MAX_RRPV - oldest;
+                for i in ways.clone() {
+                    self.rrpv[i] += age;
+                }
+                ways.clone()
+                    .find(|&i| self.rrpv[i] == MAX_RRPV)
+                    .unwrap_or(first)
+            }
+        }
+    }
+
+    pub fn set_ready(&mut self, slot: usize, cycle: u64) {
+        self.ready[slot] = cycle;
+    }
+
+    /// The sectors of `need` that `slot` lacks, widened to whole groups of `group` sectors (the
+    /// level below moves a group at a time); they are marked present (their fill is the
+    /// caller's).
+    pub fn fill(&mut self, slot: usize, need: u8, group: u32) -> u8 {
+        let missing = need & !self.valid[slot];
+        let mut fetch = 0u8;
+        let whole = ((1u32 << group) - 1) as u8;
+        for g in (0..8).step_by(group as usize) {
+            if missing & (whole << g) != 0 {
+                fetch |= whole << g;
+            }
+        }
+        self.valid[slot] |= fetch;
+        fetch
+    }
+
+    /// Marks sectors present without a fill (a write covering them whole).
+    pub fn validate(&mut self, slot: usize, sectors: u8) {
+        self.valid[slot] |= sectors;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_fills_the_sectors_asked_for_in_whole_groups() {
+        let mut t = SectorTags::new(1 << 13, 16, SetIndex::Fold, Replacement::Srrip);
+        let a = t.access(7);
+        // Sector 1 alone: its 64-byte half (sectors 0 and 1) comes from below.
+        assert_eq!(t.fill(a.slot, 0b0010, 2), 0b0011);
+        // Sector 0 is there now; sector 3 brings in the other half.
+        assert_eq!(t.fill(a.slot, 0b0001, 2), 0);
+        assert_eq!(t.fill(a.slot, 0b1000, 2), 0b1100);
+        // Sector by sector: only the one asked for.
+        let b = t.access(9);
+        t.validate(b.slot, 0b0100);
+        assert_eq!(t.fill(b.slot, 0b0110, 1), 0b0010);
+    }
+
+    #[test]
+    fn a_hit_during_a_fill_waits_for_it() {
+        let mut t = SectorTags::new(1 << 13, 16, SetIndex::Hash, Replacement::Lru);
+        let a = t.access(7);
+        assert!(!a.hit);
+        t.set_ready(a.slot, 900);
+        let b = t.access(7);
+        assert_eq!((b.hit, b.ready, b.slot), (true, 900, a.slot));
+    }
+
+    #[test]
+    fn a_full_set_replaces_a_line_predicted_distant() {
+        // One set of two ways: line 2, re-read, is kept over line 1.
+        let mut t = SectorTags::new(2, 2, SetIndex::Fold, Replacement::Srrip);
+        assert!(!t.access(1).replaced);
+        t.access(2);
+        t.access(2);
+        let c = t.access(3);
+        assert!(c.replaced && !c.hit);
+        assert!(t.access(2).hit);
+        assert!(!t.access(1).hit);
+    }
+
+    #[test]
+    fn lru_keeps_the_line_in_use_over_lines_reread_before() {
+        // One set of two ways. Line 1 was read many times and is done with; line 2 has just
+        // come in and is read again after line 3 comes. LRU gives line 3 line 1's way; SRRIP
+        // predicts line 1 re-referenced sooner than the new line 2 and gives it line 2's.
+        for (replacement, kept) in [(Replacement::Lru, true), (Replacement::Srrip, false)] {
+            let mut t = SectorTags::new(2, 2, SetIndex::Fold, replacement);
+            (0..8).for_each(|_| {
+                t.access(1);
+            });
+            t.access(2);
+            t.access(3);
+            assert_eq!(t.access(2).hit, kept, "{replacement:?}");
+        }
+    }
+
+    #[test]
+    fn hashed_sets_overflow_before_the_array_is_full() {
+        // 256 lines of 4 ways: folded, 256 consecutive lines fill every set exactly; hashed,
+        // some sets get more than 4 and lose lines on a second pass.
+        let second_pass_misses = |index| {
+            let mut t = SectorTags::new(256, 4, index, Replacement::Lru);
+            (0..256).for_each(|l| {
+                t.access(l);
+            });
+            (0..256).filter(|&l| !t.access(l).hit).count()
+        };
+        assert_eq!(second_pass_misses(SetIndex::Fold), 0);
+        assert!(second_pass_misses(SetIndex::Hash) > 0);
+    }
+}
