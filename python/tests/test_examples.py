@@ -24,7 +24,7 @@ def test_the_notebook_example():
     out = example("notebook.py")
     cycles = sim("run", "scenarios/gemm_ws.ron", "--json", "--no-trace")["cycles"]
     assert out.startswith(f"gemm_ws on h100-sxm: {cycles:,} cycles")
-    assert "fastest: stages=4 bk=32, 66,726 cycles (tensor binding)" in out
+    assert "fastest: stages=4 bk=32, 66,727 cycles (tensor binding)" in out
     assert "stages=5 bk=64: scenarios/gemm_ws.ron: the CTA needs 245840 bytes of shared memory" in out
     assert "pick: 64x64x128 4w 5s, the fastest" in out
 
