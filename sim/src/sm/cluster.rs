@@ -8,9 +8,11 @@
 //!   its waiters resume `cluster.barrier_latency` cycles after the last arrival, plus
 //!   `cluster.barrier_per_warp` for each warp of a CTA (its SM counts them). A non-relaxed
 //!   arrive is a release: it arrives once its warp's memory barrier (`crate::sm::lsu`) is done.
-//! - A remote `mbarrier.arrive` (`Arrive(cta: ...)`): counted on the other CTA's mbarrier
-//!   `cluster.remote_arrive_latency` cycles after its issue, or after its memory barrier with
-//!   `.release.cluster`.
+//! - An `mbarrier.arrive` through a cluster address (`Arrive(cta: ...)`, or `Arrive(ranks:
+//!   ...)` on several ranks from one instruction): it holds its warp
+//!   `cluster.remote_arrive_cycles` whichever rank it targets, and counts on another CTA's
+//!   mbarrier `cluster.remote_arrive_latency` cycles after its issue, or after its memory
+//!   barrier with `.release.cluster`.
 //! - Distributed shared memory (`LdShared`/`StShared` with `cta`): the bytes leave through the
 //!   issuing SM's DSMEM link (`cluster.dsmem_bytes_per_cycle`), take their wavefronts on the
 //!   other SM's shared-memory port, and a load's result is back `cluster.dsmem_latency` cycles
