@@ -18,8 +18,8 @@
 //                                   `spread`: CTAs b and b + 128/G do (group b % (128/G))
 //   share      cluster_c<C>         clusters of C (132 or 120 CTAs) whose CTAs read the same tiles
 //   lag        c2_l<L>              132 CTAs in clusters of 2 reading the same tiles (regions of 16),
-//                                   the second L tiles after the first (written after the stored
-//                                   run, h100-l2_share.csv; not yet run)
+//                                   the second L tiles after the first (data/h100-l2_share_lag.csv;
+//                                   data/h100-l2_share.csv is the run before these rows)
 //   div        s4                   stages and slots by run-time division (the first version's
 //                                   loop), 132 CTAs, 4 slots
 // `# smid` lists the SM of each block of a 132-CTA launch (block order).
