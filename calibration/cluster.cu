@@ -117,21 +117,6 @@ __global__ void place_kernel(uint32_t* out) {
   }
 }
 
-static cudaLaunchConfig_t config(unsigned grid, unsigned block, size_t smem, unsigned csize,
-                                 cudaLaunchAttribute* attr) {
-  cudaLaunchConfig_t c = {};
-  c.gridDim = dim3(grid);
-  c.blockDim = dim3(block);
-  c.dynamicSmemBytes = smem;
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = csize;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  c.attrs = attr;
-  c.numAttrs = 1;
-  return c;
-}
-
 template <typename K>
 static void allow(K kernel, size_t smem) {
   CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));

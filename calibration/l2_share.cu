@@ -127,16 +127,7 @@ template <typename K, typename... Args>
 static Result launch(K kernel, unsigned grid, unsigned csize, int tiles, long long* d, uint32_t* dsm,
                      std::vector<uint32_t>* sms, Args... args) {
   cudaLaunchAttribute attr[1];
-  cudaLaunchConfig_t c = {};
-  c.gridDim = dim3(grid);
-  c.blockDim = dim3(128);
-  c.dynamicSmemBytes = SMEM;
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = csize;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  c.attrs = attr;
-  c.numAttrs = 1;
+  cudaLaunchConfig_t c = config(grid, 128, SMEM, csize, attr);
   cudaEvent_t e0, e1;
   CHECK(cudaEventCreate(&e0));
   CHECK(cudaEventCreate(&e1));

@@ -78,6 +78,23 @@ __device__ __forceinline__ void tma_store_wait_all() {
   asm volatile("cp.async.bulk.commit_group;\n cp.async.bulk.wait_group 0;" ::: "memory");
 }
 
+// A launch of `grid` CTAs of `block` threads in clusters of `csize` (`attr` holds the cluster
+// attribute the config points to).
+static cudaLaunchConfig_t config(unsigned grid, unsigned block, size_t smem, unsigned csize,
+                                 cudaLaunchAttribute* attr) {
+  cudaLaunchConfig_t c = {};
+  c.gridDim = dim3(grid);
+  c.blockDim = dim3(block);
+  c.dynamicSmemBytes = smem;
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = csize;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  c.attrs = attr;
+  c.numAttrs = 1;
+  return c;
+}
+
 // A 2-D bf16 tensor of `rows` rows of `cols` elements over base, boxes of `box_rows` rows of
 // `box_cols` elements (0: full rows), laid out in shared memory with swizzle `swz`.
 static CUtensorMap make_map(void* base, uint64_t rows, uint32_t box_rows, uint32_t cols = 64,

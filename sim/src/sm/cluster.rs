@@ -222,8 +222,8 @@ impl Engine<'_> {
             self.warps[w as usize].hold_until(until, State::Membar);
             done
         } else {
-            let b = &self.p.barriers;
-            self.hold_for(w, b.arrive_cycles.max(self.p.cluster.remote_arrive_cycles));
+            let hold = (self.p.barriers.arrive_cycles).max(self.p.cluster.remote_arrive_cycles);
+            self.hold_for(w, hold);
             self.now
         };
         self.warps[w as usize].after_tma_issue = false;
