@@ -4,8 +4,9 @@
 //   smem_chase           : cycles per hop of one thread's shared-memory pointer chase
 //   smem_bw              : bytes per cycle per SM, 32 warps of conflict-free 16-byte loads
 //   smem_ld              : cycles per warp-load per SM for a width and a lane stride (param
-//                          "wW_sS": W bytes per lane, lane L at byte L*S); smem_degree is that
-//                          over the conflict-free 4-byte load's, rounded to an integer
+//                          "wW_sS": W bytes per lane, lane L at byte L*S; S = 0 is every lane
+//                          on the same W bytes, a broadcast); smem_degree is that over the
+//                          conflict-free 4-byte load's, rounded to an integer
 //   bar_sync             : cycles per bar.sync round of a CTA of `param` threads
 //   mbar_pingpong        : cycles per round trip of two warps handing an mbarrier phase back
 //                          and forth (arrive -> the other warp's wait loop sees it -> arrive),
@@ -255,7 +256,8 @@ int main() {
     const double base = smem_cycles_per_load<4>(4, d_cyc, usink);
     struct Case { int width, stride; };
     const Case cases[] = {{4, 0}, {4, 4}, {4, 8}, {4, 12}, {4, 16}, {4, 32}, {4, 64}, {4, 128},
-                          {4, 256}, {8, 8}, {8, 16}, {16, 16}, {16, 32}, {16, 256}};
+                          {4, 256}, {8, 0}, {8, 8}, {8, 16}, {16, 0}, {16, 4}, {16, 8},
+                          {16, 16}, {16, 32}, {16, 256}};
     for (const Case& k : cases) {
       double cpl = k.width == 4 ? smem_cycles_per_load<4>(k.stride, d_cyc, usink)
                    : k.width == 8 ? smem_cycles_per_load<8>(k.stride, d_cyc, usink)

@@ -26,15 +26,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <dlfcn.h>
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <random>
-#include <thread>
 #include <vector>
 
 #include "flash.h"
+#include "timed.hpp"
 #include "flash_fwd_launch_template.h"
 
 #ifndef FA3_PP
@@ -49,27 +46,6 @@ constexpr int kHd = FA3_HD, kHeads = 2048 / kHd, kSms = 132;
 
 // run_flash_fwd names it; the varlen path that calls it is compiled out (Varlen = false).
 void prepare_varlen_num_blocks(Flash_fwd_params&, cudaStream_t, bool, int, int, bool) {}
-
-// NVML's SM clock, loaded at run time (the driver's library; no header needed).
-struct Nvml {
-  void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW);
-  int (*init)() = nullptr;
-  int (*handle)(unsigned, void**) = nullptr;
-  int (*clock)(void*, int, unsigned*) = nullptr;
-  void* dev = nullptr;
-  Nvml() {
-    if (!lib) return;
-    init = (int (*)())dlsym(lib, "nvmlInit_v2");
-    handle = (int (*)(unsigned, void**))dlsym(lib, "nvmlDeviceGetHandleByIndex_v2");
-    clock = (int (*)(void*, int, unsigned*))dlsym(lib, "nvmlDeviceGetClockInfo");
-    if (!init || !handle || !clock || init() != 0 || handle(0, &dev) != 0) dev = nullptr;
-  }
-  unsigned sm_mhz() {
-    unsigned mhz = 0;
-    if (dev) clock(dev, 1 /* NVML_CLOCK_SM */, &mhz);
-    return mhz;
-  }
-};
 
 static float host_bf16(bf16 x) { return float(x); }
 
@@ -163,42 +139,9 @@ int main(int argc, char** argv) {
     }
   }
 
-  // Timed: forwards back to back for `seconds` after a warm-up, each between events; the clock
-  // sampled every 10 ms meanwhile (the second half of the samples, once it has settled).
-  for (int i = 0; i < 5; ++i) launch();
-  CHECK_CUDA(cudaStreamSynchronize(stream));
-  Nvml nvml;
-  std::vector<unsigned> mhz;
-  std::atomic<bool> stop{false};
-  std::thread sampler([&] {
-    while (!stop) {
-      mhz.push_back(nvml.sm_mhz());
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  });
-  std::vector<float> ms;
-  cudaEvent_t e0, e1;
-  CHECK_CUDA(cudaEventCreate(&e0));
-  CHECK_CUDA(cudaEventCreate(&e1));
-  auto t0 = std::chrono::steady_clock::now();
-  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds) {
-    CHECK_CUDA(cudaEventRecord(e0, stream));
-    launch();
-    CHECK_CUDA(cudaEventRecord(e1, stream));
-    CHECK_CUDA(cudaEventSynchronize(e1));
-    float t;
-    CHECK_CUDA(cudaEventElapsedTime(&t, e0, e1));
-    ms.push_back(t);
-  }
-  stop = true;
-  sampler.join();
-  CHECK_CUDA(cudaGetLastError());
-  std::vector<float> late(ms.begin() + ms.size() / 2, ms.end());
-  std::sort(late.begin(), late.end());
-  std::vector<unsigned> settled(mhz.begin() + mhz.size() / 2, mhz.end());
-  std::sort(settled.begin(), settled.end());
-  double med_ms = late[late.size() / 2];
-  double clock = settled.empty() ? 0 : settled[settled.size() / 2];
+  // Timed: forwards back to back after a warm-up (timed.hpp).
+  Timing timing = time_kernel(launch, stream, seconds);
+  double med_ms = timing.ms, clock = timing.mhz;
   double flop = 4.0 * batch * kHeads * double(seqlen) * seqlen * kHd;
   char param[64];
   snprintf(param, sizeof param, "s%d_pp%d_io%d_c%d", seqlen, FA3_PP, FA3_IO, FA3_CLUSTER);

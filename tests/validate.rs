@@ -60,6 +60,7 @@ const BOUNDS: &[(&str, Bound)] = &[
     ("remote_arrive_issue", Bound::Relative(0.15)),
     ("scheduler", Bound::Relative(0.05)),
     ("l2_share", Bound::Relative(0.10)),
+    ("l2_merge", Bound::Relative(0.10)),
     ("membar", Bound::Relative(0.10)),
 ];
 

@@ -116,6 +116,11 @@ impl Link {
         self.book_at(now, bytes, self.fp_per_byte)
     }
 
+    /// The cycle a transfer asked for at `now` would start: after the transfers booked before.
+    pub fn start_at(&self, now: u64) -> u64 {
+        now.max(self.next_free / FP)
+    }
+
     /// [`Link::book`] for a transfer that moves at its own rate ([`fp_per_byte`]), such as a
     /// TMA box whose shape sets how fast it fills shared memory.
     pub fn book_at(&mut self, now: u64, bytes: u64, fp_per_byte: u64) -> u64 {

@@ -435,7 +435,8 @@ pub struct L2 {
     pub bytes_per_cycle: f64,
     /// GPU-wide rate of reading distinct lines out of the slices' data arrays.
     pub data_bytes_per_cycle: f64,
-    /// A line read again within this many cycles of its last read-out shares that read.
+    /// A GPC's read of a line whose read-out would start within this many cycles of the line's
+    /// last read-out for that GPC shares that read-out.
     pub merge_cycles: u64,
     pub slices: u32,
     pub near_latency: u64,

@@ -104,11 +104,12 @@ impl L2 {
         }
     }
 
-    /// Whether a read of `slot` for an SM of GPC `gpc` at `t` rides on a read-out already sent
-    /// to that GPC within `window` cycles of the last one (see `MemSys::access`).
-    pub fn shares_read(&self, slot: usize, gpc: u32, t: u64, window: u64) -> bool {
+    /// The read-out a read of `slot` for an SM of GPC `gpc` rides on, if any: the line's last
+    /// read-out (its cycle), when it was sent to that GPC and the read's own read-out would start
+    /// at most `window` cycles after it, at `t` (see `MemSys::access`).
+    pub fn shared_read_out(&self, slot: usize, gpc: u32, t: u64, window: u64) -> Option<u64> {
         let last = self.read_at[slot];
-        last > 0 && t <= last + window && self.read_gpcs[slot] & gpc_bit(gpc) != 0
+        (last > 0 && t <= last + window && self.read_gpcs[slot] & gpc_bit(gpc) != 0).then_some(last)
     }
 
     /// Records a read-out of `slot` at `t` sent to GPC `gpc`; one after the window of the last

@@ -4,9 +4,9 @@
 //!
 //! A slice moves a line in two steps with their own rates: reading it out of its data array
 //! (`memory.l2.data_bytes_per_cycle` GPU-wide) and sending it back through the crossbar
-//! (`memory.l2.bytes_per_cycle`). A line that SMs of one GPC ask for again within
-//! `memory.l2.merge_cycles` of its last read-out for that GPC rides on that read and takes only
-//! the crossbar; another GPC's request is a read-out of its own. On the H200, 132 SMs
+//! (`memory.l2.bytes_per_cycle`). A line that SMs of one GPC ask for again, with its read-out
+//! due to start within `memory.l2.merge_cycles` of the line's last read-out for that GPC, rides
+//! on that read and takes only the crossbar; another GPC's request is a read-out of its own. On the H200, 132 SMs
 //! re-reading one buffer get 7446 B/cycle, reading disjoint data 4264; on an H100, TMA loads of
 //! one tile by several SMs go as fast as the tile's GPC read-outs allow: sharing SMs in
 //! different GPCs gain nothing, in one GPC they share it (calibration/l2_share.cu,
@@ -224,19 +224,28 @@ impl MemSys {
                 self.l2.set_ready(a.slot, filled.max(a.ready));
                 filled
             };
-            // A write or a fill goes through the data array; a read within the merge window of
-            // the line's last read-out for the SM's GPC rides on it.
+            // A write or a fill goes through the data array. A read whose read-out would start
+            // within the merge window of the line's last read-out for the SM's GPC rides on it:
+            // it takes the data when that read-out is done, or at once from its buffer. The
+            // window counts from where the read would leave the array's queue, not from its
+            // arrival: requests wait for their turn upstream on the chip, so the queue's depth
+            // does not widen the window (h100-l2_share_lag.csv: one tile apart shares, two not).
             let gpc = self.gpc_of.get(sm as usize).copied().unwrap_or(0);
-            let merged =
-                a.hit && !write && self.l2.shares_read(a.slot, gpc, data_at_l2, self.merge);
-            let out = if merged {
-                data_at_l2
+            let ride = if a.hit && !write {
+                let own = self.arrays[slice].start_at(data_at_l2);
+                self.l2.shared_read_out(a.slot, gpc, own, self.merge)
             } else {
-                let t = self.arrays[slice].book(data_at_l2, part);
-                if !write {
-                    self.l2.record_read(a.slot, gpc, t, self.merge);
+                None
+            };
+            let out = match ride {
+                Some(read_out) => data_at_l2.max(read_out),
+                None => {
+                    let t = self.arrays[slice].book(data_at_l2, part);
+                    if !write {
+                        self.l2.record_read(a.slot, gpc, t, self.merge);
+                    }
+                    t
                 }
-                t
             };
             let through = self.slices[slice].book(out, part);
             done = done.max(through + lat - lat / 2);

@@ -1789,6 +1789,26 @@ pub(super) fn specs() -> Vec<Spec> {
             tiles(),
         );
     }
+    // Clusters of 2 whose second CTA reads each tile `lag` tiles after the first (regions of
+    // 16 tiles): how long a GPC's read-out stays shared (memory.l2.merge_cycles).
+    for lag in [0i64, 1, 2, 4, 8] {
+        add(
+            "l2_merge",
+            format!("clusters of 2, second read {lag} tiles later"),
+            "cycles/tile",
+            "l2_share2",
+            v("lag", &format!("c2_l{lag}")),
+            "l2_share",
+            sets(&[
+                ("ctas", 132),
+                ("cluster", 2),
+                ("share", 2),
+                ("region", 16),
+                ("lag", lag),
+            ]),
+            tiles(),
+        );
+    }
     // A GPU-scope memory barrier back to back, 1, 2 and 4 warps a partition: the chip's
     // fence.release.cluster (MEMBAR.ALL.GPU + ERRBAR), the twin's Fence with no stores pending.
     for threads in [128i64, 256, 512] {

@@ -69,6 +69,11 @@ const STORED: &[(&str, &str)] = &[
         "l2_share",
         include_str!("../../../calibration/data/h100-l2_share.csv"),
     ),
+    // l2_share.cu's later run: its lag rows (its other rows agree with the run above's).
+    (
+        "l2_share2",
+        include_str!("../../../calibration/data/h100-l2_share_lag.csv"),
+    ),
     (
         "sched",
         include_str!("../../../calibration/data/h100-sched.csv"),
@@ -144,10 +149,11 @@ const STORED: &[(&str, &str)] = &[
 ];
 
 /// The CSV file a new run writes a stored program's rows to: a later run's rows stored apart
-/// (`cluster2`) come from the program's own file.
+/// (`cluster2`, `l2_share2`) come from the program's own file.
 fn csv_name(program: &str) -> &str {
     match program {
         "cluster2" => "cluster",
+        "l2_share2" => "l2_share",
         p => p,
     }
 }

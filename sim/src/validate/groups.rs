@@ -581,6 +581,19 @@ pub(super) const GROUPS: &[Group] = &[
                172 (tma_thread_loop)",
     },
     Group {
+        name: "l2_merge",
+        bound: Bound::Relative(0.10),
+        note: "cycles a 16 KiB TMA box takes when 132 SMs in clusters of 2 stream the same \
+               tiles from L2, the second CTA of a cluster L tiles behind the first (l2_share.cu's \
+               lag rows on an H100): 279, 307, 473, 534 and 532 cycles at L = 0, 1, 2, 4 and \
+               8: a GPC's second read of a line shares the first's read-out one tile (~300 \
+               cycles) later, mostly not two tiles later. The model shares a read whose \
+               read-out would start within memory.l2.merge_cycles (768) of the line's last \
+               read-out for its GPC; the window lies between the unshared gaps of L = 1 and \
+               L = 2 (~544 and ~1090 cycles), so the model shares at L = 1 and not at L = 2 \
+               (543 against the chip's partial 473)",
+    },
+    Group {
         name: "membar",
         bound: Bound::Relative(0.10),
         note: "a GPU-scope memory barrier (fence.release.cluster: MEMBAR.ALL.GPU, ERRBAR, \
