@@ -35,20 +35,29 @@ pub enum Replacement {
 }
 
 #[derive(Clone, Debug)]
-pub struct SectorTags {
+pub struct SectorTags<X = ()> {
     sets: u64,
     ways: usize,
     index: SetIndex,
     replacement: Replacement,
+    /// Each set's tags side by side, the only part a lookup scans.
     tags: Vec<u64>,
-    /// Re-reference prediction value per way (SRRIP): 0 = soon .. MAX_RRPV = distant.
-    rrpv: Vec<u8>,
-    /// The lookup that last touched each way (LRU), and lookups so far.
-    used: Vec<u64>,
     lookups: u64,
-    ready: Vec<u64>,
-    /// The sectors each way holds (bit k: sector k of the line).
-    valid: Vec<u8>,
+    /// The rest of each way in one record: a hit reads the set's tags and one record, not one
+    /// array per field (the L2's 409,600 ways are far larger than the host's caches).
+    state: Vec<Way<X>>,
+}
+
+/// A way's state beside its tag, and what the cache that owns the array keeps per way (`X`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Way<X> {
+    ready: u64,
+    /// Replacement state: the re-reference prediction value (SRRIP, 0 = soon .. MAX_RRPV =
+    /// distant), or the lookup that last touched the way (LRU).
+    order: u64,
+    /// The sectors the way holds (bit k: sector k of the line).
+    valid: u8,
+    pub extra: X,
 }
 
 /// The outcome of one line lookup.
@@ -70,15 +79,15 @@ const MAX_RRPV: u8 = 3;
 /// "Long" re-reference interval, one step short of distant.
 const LONG_RRPV: u8 = MAX_RRPV - 1;
 
-impl SectorTags {
+impl<X: Copy + Default> SectorTags<X> {
     /// An empty array of `lines` lines (at least one set) in sets of `ways`.
     pub fn new(lines: u64, ways: u32, index: SetIndex, replacement: Replacement) -> Self {
         let ways = ways.max(1) as usize;
         let sets = (lines / ways as u64).max(1);
         let n = sets as usize * ways;
-        let (srrip, lru) = match replacement {
-            Replacement::Srrip => (n, 0),
-            Replacement::Lru => (0, n),
+        let order = match replacement {
+            Replacement::Srrip => u64::from(MAX_RRPV),
+            Replacement::Lru => 0,
         };
         SectorTags {
             sets,
@@ -86,17 +95,15 @@ impl SectorTags {
             index,
             replacement,
             tags: vec![INVALID; n],
-            rrpv: vec![MAX_RRPV; srrip],
-            used: vec![0; lru],
             lookups: 0,
-            ready: vec![0; n],
-            valid: vec![0; n],
+            state: vec![
+                Way {
+                    order,
+                    ..Way::default()
+                };
+                n
+            ],
         }
-    }
-
-    /// Ways in all.
-    pub fn slots(&self) -> usize {
-        self.tags.len()
     }
 
     fn set_of(&self, line: u64) -> usize {
@@ -107,7 +114,8 @@ impl SectorTags {
     }
 
     /// Looks up `line` (a line index, address / line size); on a miss a way predicted to be
-    /// re-referenced furthest in the future is given to it, holding no sectors yet.
+    /// re-referenced furthest in the future is given to it, holding no sectors yet (what the
+    /// owner keeps of it, `X`, is the owner's to reset).
     pub fn access(&mut self, line: u64) -> Lookup {
         let base = self.set_of(line) * self.ways;
         let ways = base..base + self.ways;
@@ -116,7 +124,7 @@ impl SectorTags {
             self.touch(i, 0);
             return Lookup {
                 hit: true,
-                ready: self.ready[i],
+                ready: self.state[i].ready,
                 slot: i,
                 replaced: false,
             };
@@ -127,9 +135,9 @@ impl SectorTags {
         };
         let replaced = self.tags[victim] != INVALID;
         self.tags[victim] = line;
+        let way = &mut self.state[victim];
+        (way.ready, way.valid) = (0, 0);
         self.touch(victim, LONG_RRPV);
-        self.ready[victim] = 0;
-        self.valid[victim] = 0;
         Lookup {
             hit: false,
             ready: 0,
@@ -140,40 +148,43 @@ impl SectorTags {
 
     /// Way `i` is used now; under SRRIP it is predicted at `rrpv`.
     fn touch(&mut self, i: usize, rrpv: u8) {
-        match self.replacement {
-            Replacement::Lru => self.used[i] = self.lookups,
-            Replacement::Srrip => self.rrpv[i] = rrpv,
-        }
+        self.state[i].order = match self.replacement {
+            Replacement::Lru => self.lookups,
+            Replacement::Srrip => u64::from(rrpv),
+        };
     }
 
     /// The way of a full set that a new line takes. SRRIP ages the set until some way is
     /// predicted distant and takes the first such way.
     fn victim(&mut self, ways: std::ops::Range<usize>) -> usize {
         let first = ways.start;
-        match self.replacement {
-            Replacement::Lru => ways.min_by_key(|&i| self.used[i]).unwrap_or(first),
+        let set = &mut self.state[ways.clone()];
+        let oldest = set.iter().map(|w| w.order);
+        let pick = match self.replacement {
+            Replacement::Lru => (0..set.len()).min_by_key(|&i| set[i].order),
             Replacement::Srrip => {
-                let oldest = ways.clone().map(|i| self.rrpv[i]).max().unwrap_or(MAX_RRPV);
-                let age = MAX_RRPV - oldest;
-                for i in ways.clone() {
-                    self.rrpv[i] += age;
+                let age = u64::from(MAX_RRPV) - oldest.max().unwrap_or(u64::from(MAX_RRPV));
+                for w in set.iter_mut() {
+                    w.order += age;
                 }
-                ways.clone()
-                    .find(|&i| self.rrpv[i] == MAX_RRPV)
-                    .unwrap_or(first)
+                set.iter().position(|w| w.order == u64::from(MAX_RRPV))
             }
-        }
+        };
+        first + pick.unwrap_or(0)
     }
 
     pub fn set_ready(&mut self, slot: usize, cycle: u64) {
-        self.ready[slot] = cycle;
+        self.state[slot].ready = cycle;
     }
 
     /// The sectors of `need` that `slot` lacks, widened to whole groups of `group` sectors (the
     /// level below moves a group at a time); they are marked present (their fill is the
     /// caller's).
     pub fn fill(&mut self, slot: usize, need: u8, group: u32) -> u8 {
-        let missing = need & !self.valid[slot];
+        let missing = need & !self.state[slot].valid;
+        if missing == 0 {
+            return 0;
+        }
         let mut fetch = 0u8;
         let whole = ((1u32 << group) - 1) as u8;
         for g in (0..8).step_by(group as usize) {
@@ -181,13 +192,27 @@ impl SectorTags {
                 fetch |= whole << g;
             }
         }
-        self.valid[slot] |= fetch;
+        self.state[slot].valid |= fetch;
         fetch
     }
 
     /// Marks sectors present without a fill (a write covering them whole).
     pub fn validate(&mut self, slot: usize, sectors: u8) {
-        self.valid[slot] |= sectors;
+        self.state[slot].valid |= sectors;
+    }
+
+    /// What the owner keeps of way `slot`.
+    pub fn extra(&mut self, slot: usize) -> &mut X {
+        &mut self.state[slot].extra
+    }
+
+    pub fn extra_ref(&self, slot: usize) -> &X {
+        &self.state[slot].extra
+    }
+
+    /// What the owner keeps of every way.
+    pub fn extras(&self) -> impl Iterator<Item = &X> {
+        self.state.iter().map(|w| &w.extra)
     }
 }
 
@@ -197,7 +222,7 @@ mod tests {
 
     #[test]
     fn a_line_fills_the_sectors_asked_for_in_whole_groups() {
-        let mut t = SectorTags::new(1 << 13, 16, SetIndex::Fold, Replacement::Srrip);
+        let mut t = SectorTags::<()>::new(1 << 13, 16, SetIndex::Fold, Replacement::Srrip);
         let a = t.access(7);
         // Sector 1 alone: its 64-byte half (sectors 0 and 1) comes from below.
         assert_eq!(t.fill(a.slot, 0b0010, 2), 0b0011);
@@ -212,7 +237,7 @@ mod tests {
 
     #[test]
     fn a_hit_during_a_fill_waits_for_it() {
-        let mut t = SectorTags::new(1 << 13, 16, SetIndex::Hash, Replacement::Lru);
+        let mut t = SectorTags::<()>::new(1 << 13, 16, SetIndex::Hash, Replacement::Lru);
         let a = t.access(7);
         assert!(!a.hit);
         t.set_ready(a.slot, 900);
@@ -223,7 +248,7 @@ mod tests {
     #[test]
     fn a_full_set_replaces_a_line_predicted_distant() {
         // One set of two ways: line 2, re-read, is kept over line 1.
-        let mut t = SectorTags::new(2, 2, SetIndex::Fold, Replacement::Srrip);
+        let mut t = SectorTags::<()>::new(2, 2, SetIndex::Fold, Replacement::Srrip);
         assert!(!t.access(1).replaced);
         t.access(2);
         t.access(2);
@@ -239,7 +264,7 @@ mod tests {
         // come in and is read again after line 3 comes. LRU gives line 3 line 1's way; SRRIP
         // predicts line 1 re-referenced sooner than the new line 2 and gives it line 2's.
         for (replacement, kept) in [(Replacement::Lru, true), (Replacement::Srrip, false)] {
-            let mut t = SectorTags::new(2, 2, SetIndex::Fold, replacement);
+            let mut t = SectorTags::<()>::new(2, 2, SetIndex::Fold, replacement);
             (0..8).for_each(|_| {
                 t.access(1);
             });
@@ -254,7 +279,7 @@ mod tests {
         // 256 lines of 4 ways: folded, 256 consecutive lines fill every set exactly; hashed,
         // some sets get more than 4 and lose lines on a second pass.
         let second_pass_misses = |index| {
-            let mut t = SectorTags::new(256, 4, index, Replacement::Lru);
+            let mut t = SectorTags::<()>::new(256, 4, index, Replacement::Lru);
             (0..256).for_each(|l| {
                 t.access(l);
             });
