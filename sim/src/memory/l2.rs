@@ -82,6 +82,11 @@ impl L2 {
         }
     }
 
+    /// Starts bringing `line`'s tags into the host's cache ahead of its lookup.
+    pub fn prefetch(&self, line: u64) {
+        self.tags.prefetch(line);
+    }
+
     pub fn set_ready(&mut self, slot: usize, cycle: u64) {
         self.tags.set_ready(slot, cycle);
     }

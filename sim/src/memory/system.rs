@@ -241,6 +241,11 @@ impl MemSys {
         done
     }
 
+    /// A read of `addr` comes soon: its L2 tags start on their way into the host's cache.
+    pub fn prefetch(&self, addr: u64) {
+        self.l2.prefetch(addr / self.line);
+    }
+
     /// Puts the lines of `bytes` at `addr` in L2, clean and present from cycle 0, as an earlier
     /// kernel's reads would leave them; neither hits nor misses are counted.
     pub fn preload(&mut self, addr: u64, bytes: u64) {
