@@ -10,7 +10,7 @@
 //! would keep most of a 64 MiB buffer. NVIDIA does not document its policy; on plain re-reads
 //! under capacity and on streams this one behaves like LRU.
 
-use crate::memory::tags::{Replacement, SectorTags, SetIndex};
+use crate::memory::tags::{Replacement, SectorTags, SetIndex, ZeroInit};
 
 fn gpc_bit(gpc: u32) -> u32 {
     1 << (gpc % 32)
@@ -19,6 +19,8 @@ fn gpc_bit(gpc: u32) -> u32 {
 #[derive(Clone, Debug)]
 pub struct L2 {
     tags: SectorTags<L2Way>,
+    /// Dirty lines in the cache: counted as they change, not by a walk over 409,600 ways.
+    dirty: u64,
     hits: u64,
     misses: u64,
 }
@@ -32,6 +34,9 @@ struct L2Way {
     read_gpcs: u32,
     dirty: bool,
 }
+
+// SAFETY: integers and a bool.
+unsafe impl ZeroInit for L2Way {}
 
 /// The outcome of one line access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,6 +54,7 @@ impl L2 {
     pub fn new(bytes: u64, line_bytes: u64, ways: u32) -> Self {
         L2 {
             tags: SectorTags::new(bytes / line_bytes, ways, SetIndex::Fold, Replacement::Srrip),
+            dirty: 0,
             hits: 0,
             misses: 0,
         }
@@ -61,6 +67,7 @@ impl L2 {
         let slot = a.slot;
         let way = self.tags.extra(slot);
         if a.hit {
+            self.dirty += u64::from(write && !way.dirty);
             way.dirty |= write;
             return Access {
                 hit: true,
@@ -70,6 +77,7 @@ impl L2 {
             };
         }
         let writeback = a.replaced && way.dirty;
+        self.dirty = self.dirty - u64::from(writeback) + u64::from(write);
         *way = L2Way {
             dirty: write,
             ..L2Way::default()
@@ -146,7 +154,7 @@ impl L2 {
     }
     /// Dirty lines still in the cache (written back after the kernel).
     pub fn dirty_lines(&self) -> u64 {
-        self.tags.extras().filter(|w| w.dirty).count() as u64
+        self.dirty
     }
 }
 

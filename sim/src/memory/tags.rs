@@ -40,7 +40,8 @@ pub struct SectorTags<X = ()> {
     ways: usize,
     index: SetIndex,
     replacement: Replacement,
-    /// Each set's tags side by side, the only part a lookup scans.
+    /// Each set's tags side by side, the only part a lookup scans: a line's complement
+    /// ([`tag`]), 0 for an empty way, so that a new array is the allocator's zeroed pages.
     tags: Vec<u64>,
     lookups: u64,
     /// The rest of each way in one record: a hit reads the set's tags and one record, not one
@@ -49,11 +50,13 @@ pub struct SectorTags<X = ()> {
 }
 
 /// A way's state beside its tag, and what the cache that owns the array keeps per way (`X`).
+/// All zeros is an empty way's state: the L2's 13 MiB of ways are mapped as they are touched,
+/// not written when a run starts (a tenth of a millisecond, what a small scenario takes).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Way<X> {
     ready: u64,
-    /// Replacement state: the re-reference prediction value (SRRIP, 0 = soon .. MAX_RRPV =
-    /// distant), or the lookup that last touched the way (LRU).
+    /// Replacement state: how far the re-reference prediction value is below distant (SRRIP,
+    /// `MAX_RRPV - rrpv`, so 0 is distant), or the lookup that last touched the way (LRU).
     order: u64,
     /// The sectors the way holds (bit k: sector k of the line).
     valid: u8,
@@ -74,35 +77,60 @@ pub struct Lookup {
     pub replaced: bool,
 }
 
-const INVALID: u64 = u64::MAX;
+/// The tag of an empty way.
+const EMPTY: u64 = 0;
+
+/// The tag of `line`: its complement, never [`EMPTY`] (a line index is an address / line
+/// size, far below 2^64 - 1).
+fn tag(line: u64) -> u64 {
+    !line
+}
+
+/// Types whose all-zero bytes are a valid value (their `Default`), so that an array of ways can
+/// come from zeroed memory.
+///
+/// # Safety
+/// Every field must be an integer, a `bool` or another `ZeroInit` type.
+pub unsafe trait ZeroInit: Copy + Default {}
+// SAFETY: no fields.
+unsafe impl ZeroInit for () {}
+
+/// `n` ways of all zeros (empty, `X`'s default), from `alloc_zeroed`: the kernel maps the
+/// pages as they are first touched.
+fn zeroed_ways<X: ZeroInit>(n: usize) -> Vec<Way<X>> {
+    let layout = std::alloc::Layout::array::<Way<X>>(n).expect("ways fit in memory");
+    if layout.size() == 0 {
+        return Vec::new();
+    }
+    // SAFETY: the layout is non-empty; all-zero bytes are a valid `Way<X>` (integers, and `X`
+    // is `ZeroInit`); the vector owns the allocation, made with the global allocator and the
+    // layout of `n` ways, as `Vec` frees it.
+    unsafe {
+        let p = std::alloc::alloc_zeroed(layout).cast::<Way<X>>();
+        if p.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        Vec::from_raw_parts(p, n, n)
+    }
+}
 const MAX_RRPV: u8 = 3;
 /// "Long" re-reference interval, one step short of distant.
 const LONG_RRPV: u8 = MAX_RRPV - 1;
 
-impl<X: Copy + Default> SectorTags<X> {
+impl<X: ZeroInit> SectorTags<X> {
     /// An empty array of `lines` lines (at least one set) in sets of `ways`.
     pub fn new(lines: u64, ways: u32, index: SetIndex, replacement: Replacement) -> Self {
         let ways = ways.max(1) as usize;
         let sets = (lines / ways as u64).max(1);
         let n = sets as usize * ways;
-        let order = match replacement {
-            Replacement::Srrip => u64::from(MAX_RRPV),
-            Replacement::Lru => 0,
-        };
         SectorTags {
             sets,
             ways,
             index,
             replacement,
-            tags: vec![INVALID; n],
+            tags: vec![EMPTY; n],
             lookups: 0,
-            state: vec![
-                Way {
-                    order,
-                    ..Way::default()
-                };
-                n
-            ],
+            state: zeroed_ways(n),
         }
     }
 
@@ -120,7 +148,8 @@ impl<X: Copy + Default> SectorTags<X> {
         let base = self.set_of(line) * self.ways;
         let ways = base..base + self.ways;
         self.lookups += 1;
-        if let Some(i) = ways.clone().find(|&i| self.tags[i] == line) {
+        let t = tag(line);
+        if let Some(i) = ways.clone().find(|&i| self.tags[i] == t) {
             self.touch(i, 0);
             return Lookup {
                 hit: true,
@@ -129,12 +158,12 @@ impl<X: Copy + Default> SectorTags<X> {
                 replaced: false,
             };
         }
-        let victim = match ways.clone().find(|&i| self.tags[i] == INVALID) {
+        let victim = match ways.clone().find(|&i| self.tags[i] == EMPTY) {
             Some(i) => i,
             None => self.victim(ways),
         };
-        let replaced = self.tags[victim] != INVALID;
-        self.tags[victim] = line;
+        let replaced = self.tags[victim] != EMPTY;
+        self.tags[victim] = t;
         let way = &mut self.state[victim];
         (way.ready, way.valid) = (0, 0);
         self.touch(victim, LONG_RRPV);
@@ -167,7 +196,7 @@ impl<X: Copy + Default> SectorTags<X> {
     fn touch(&mut self, i: usize, rrpv: u8) {
         self.state[i].order = match self.replacement {
             Replacement::Lru => self.lookups,
-            Replacement::Srrip => u64::from(rrpv),
+            Replacement::Srrip => u64::from(MAX_RRPV - rrpv),
         };
     }
 
@@ -180,11 +209,13 @@ impl<X: Copy + Default> SectorTags<X> {
         let pick = match self.replacement {
             Replacement::Lru => (0..set.len()).min_by_key(|&i| set[i].order),
             Replacement::Srrip => {
-                let age = u64::from(MAX_RRPV) - oldest.max().unwrap_or(u64::from(MAX_RRPV));
+                // Aging by the distance of the most distant way (its `order`) brings it to
+                // distant (0).
+                let age = oldest.min().unwrap_or(0);
                 for w in set.iter_mut() {
-                    w.order += age;
+                    w.order -= age;
                 }
-                set.iter().position(|w| w.order == u64::from(MAX_RRPV))
+                set.iter().position(|w| w.order == 0)
             }
         };
         first + pick.unwrap_or(0)
@@ -225,11 +256,6 @@ impl<X: Copy + Default> SectorTags<X> {
 
     pub fn extra_ref(&self, slot: usize) -> &X {
         &self.state[slot].extra
-    }
-
-    /// What the owner keeps of every way.
-    pub fn extras(&self) -> impl Iterator<Item = &X> {
-        self.state.iter().map(|w| &w.extra)
     }
 }
 
