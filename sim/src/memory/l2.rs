@@ -10,7 +10,7 @@
 //! would keep most of a 64 MiB buffer. NVIDIA does not document its policy; on plain re-reads
 //! under capacity and on streams this one behaves like LRU.
 
-use crate::memory::tags::{Replacement, SectorTags, SetIndex};
+use crate::memory::tags::{Replacement, SectorTags, SetIndex, ZeroInit};
 
 fn gpc_bit(gpc: u32) -> u32 {
     1 << (gpc % 32)
@@ -18,15 +18,25 @@ fn gpc_bit(gpc: u32) -> u32 {
 
 #[derive(Clone, Debug)]
 pub struct L2 {
-    tags: SectorTags,
-    /// When the slice last read each way's data out for a response (0: never), and the GPCs
-    /// (bit g: GPC g mod 32) it has sent the line to since the window of that read-out began.
-    read_at: Vec<u64>,
-    read_gpcs: Vec<u32>,
-    dirty: Vec<bool>,
+    tags: SectorTags<L2Way>,
+    /// Dirty lines in the cache: counted as they change, not by a walk over 409,600 ways.
+    dirty: u64,
     hits: u64,
     misses: u64,
 }
+
+/// What the L2 keeps of each way beside the tags' own.
+#[derive(Clone, Copy, Debug, Default)]
+struct L2Way {
+    /// When the slice last read the way's data out for a response (0: never), and the GPCs
+    /// (bit g: GPC g mod 32) it has sent the line to since the window of that read-out began.
+    read_at: u64,
+    read_gpcs: u32,
+    dirty: bool,
+}
+
+// SAFETY: integers and a bool.
+unsafe impl ZeroInit for L2Way {}
 
 /// The outcome of one line access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,13 +52,9 @@ pub struct Access {
 
 impl L2 {
     pub fn new(bytes: u64, line_bytes: u64, ways: u32) -> Self {
-        let tags = SectorTags::new(bytes / line_bytes, ways, SetIndex::Fold, Replacement::Srrip);
-        let n = tags.slots();
         L2 {
-            tags,
-            read_at: vec![0; n],
-            read_gpcs: vec![0; n],
-            dirty: vec![false; n],
+            tags: SectorTags::new(bytes / line_bytes, ways, SetIndex::Fold, Replacement::Srrip),
+            dirty: 0,
             hits: 0,
             misses: 0,
         }
@@ -59,8 +65,10 @@ impl L2 {
     pub fn access(&mut self, line: u64, write: bool) -> Access {
         let a = self.tags.access(line);
         let slot = a.slot;
+        let way = self.tags.extra(slot);
         if a.hit {
-            self.dirty[slot] |= write;
+            self.dirty += u64::from(write && !way.dirty);
+            way.dirty |= write;
             return Access {
                 hit: true,
                 ready: a.ready,
@@ -68,16 +76,23 @@ impl L2 {
                 writeback: false,
             };
         }
-        let writeback = a.replaced && self.dirty[slot];
-        self.dirty[slot] = write;
-        self.read_at[slot] = 0;
-        self.read_gpcs[slot] = 0;
+        let writeback = a.replaced && way.dirty;
+        self.dirty = self.dirty - u64::from(writeback) + u64::from(write);
+        *way = L2Way {
+            dirty: write,
+            ..L2Way::default()
+        };
         Access {
             hit: false,
             ready: 0,
             slot,
             writeback,
         }
+    }
+
+    /// Starts bringing `line`'s tags into the host's cache ahead of its lookup.
+    pub fn prefetch(&self, line: u64) {
+        self.tags.prefetch(line);
     }
 
     pub fn set_ready(&mut self, slot: usize, cycle: u64) {
@@ -108,19 +123,20 @@ impl L2 {
     /// read-out (its cycle), when it was sent to that GPC and the read's own read-out would start
     /// at most `window` cycles after it, at `t` (see `MemSys::access`).
     pub fn shared_read_out(&self, slot: usize, gpc: u32, t: u64, window: u64) -> Option<u64> {
-        let last = self.read_at[slot];
-        (last > 0 && t <= last + window && self.read_gpcs[slot] & gpc_bit(gpc) != 0).then_some(last)
+        let way = self.tags.extra_ref(slot);
+        (way.read_at > 0 && t <= way.read_at + window && way.read_gpcs & gpc_bit(gpc) != 0)
+            .then_some(way.read_at)
     }
 
     /// Records a read-out of `slot` at `t` sent to GPC `gpc`; one after the window of the last
     /// read-out starts a new one.
     pub fn record_read(&mut self, slot: usize, gpc: u32, t: u64, window: u64) {
-        let last = self.read_at[slot];
-        if last == 0 || t > last + window {
-            self.read_gpcs[slot] = 0;
+        let way = self.tags.extra(slot);
+        if way.read_at == 0 || t > way.read_at + window {
+            way.read_gpcs = 0;
         }
-        self.read_gpcs[slot] |= gpc_bit(gpc);
-        self.read_at[slot] = t;
+        way.read_gpcs |= gpc_bit(gpc);
+        way.read_at = t;
     }
 
     /// Forgets the hit and miss counts so far (the preloaded lines of a warm run).
@@ -140,7 +156,7 @@ impl L2 {
     }
     /// Dirty lines still in the cache (written back after the kernel).
     pub fn dirty_lines(&self) -> u64 {
-        self.dirty.iter().filter(|&&d| d).count() as u64
+        self.dirty
     }
 }
 

@@ -42,14 +42,18 @@ pub struct MemSys {
     hbm: Hbm,
     line: u64,
     sector: u64,
+    /// The mask of a whole line's sectors.
+    all_sectors: u8,
     /// Sectors DRAM moves at a time for a fill (`memory.hbm.fetch_bytes / sector_bytes`).
     fetch_group: u32,
     near: u64,
     far: u64,
     /// Extra cycles of a miss in the far partition (`memory.hbm.far_latency`).
     far_miss: u64,
-    partitions: u64,
-    sms: u64,
+    /// The L2 partition of each slice and of each SM: a slice in another partition than the SM
+    /// is far.
+    slice_part: Vec<u32>,
+    sm_part: Vec<u32>,
     /// The GPC of each SM (`cluster.gpc_sms`; all in one without GPCs).
     gpc_of: Vec<u32>,
     jitter: u64,
@@ -92,6 +96,7 @@ impl MemSys {
     pub fn new(p: &Preset, clock_mhz: f64) -> Self {
         let m = &p.memory;
         let slices = m.l2.slices.max(1);
+        let partitions = m.l2.partitions.max(1) as u64;
         let hbm_bytes_per_cycle = m.hbm.bandwidth_gbs * 1e9 * m.hbm.efficiency / (clock_mhz * 1e6);
         MemSys {
             ports: (0..p.sm.count)
@@ -115,12 +120,17 @@ impl MemSys {
             ),
             line: m.l2.line_bytes,
             sector: m.sector_bytes,
+            all_sectors: ((1u32 << (m.l2.line_bytes / m.sector_bytes)) - 1) as u8,
             fetch_group: (m.hbm.fetch_bytes / m.sector_bytes) as u32,
             near: m.l2.near_latency,
             far: m.l2.far_latency,
             far_miss: m.hbm.far_latency,
-            partitions: m.l2.partitions.max(1) as u64,
-            sms: p.sm.count.max(1) as u64,
+            slice_part: (0..slices)
+                .map(|s| (s as u64 * partitions / slices as u64) as u32)
+                .collect(),
+            sm_part: (0..p.sm.count)
+                .map(|sm| (u64::from(sm) * partitions / u64::from(p.sm.count.max(1))) as u32)
+                .collect(),
             gpc_of: (0u32..)
                 .zip(p.cluster.gpcs(p.sm.count))
                 .flat_map(|(g, n)| std::iter::repeat_n(g, n as usize))
@@ -137,18 +147,7 @@ impl MemSys {
 
     /// Whether `slice` is in the other L2 partition than SM `sm`.
     fn is_far(&self, sm: u32, slice: usize) -> bool {
-        let slice_part = slice as u64 * self.partitions / self.slices.len() as u64;
-        let sm_part = sm as u64 * self.partitions / self.sms;
-        slice_part != sm_part
-    }
-
-    /// The round-trip latency between SM `sm` and `slice`: near or far partition.
-    fn latency(&self, sm: u32, slice: usize) -> u64 {
-        if self.is_far(sm, slice) {
-            self.far
-        } else {
-            self.near
-        }
+        self.slice_part[slice] != self.sm_part[sm as usize]
     }
 
     /// Reads `bytes` at `addr` for SM `sm`, requested at `now`; returns when the last byte has
@@ -187,7 +186,9 @@ impl MemSys {
             let hi = (addr + bytes).min((line + 1) * self.line);
             let part = hi.saturating_sub(lo).max(1);
             let slice = self.slice_of(line);
-            let lat = self.latency(sm, slice) + jitter;
+            let far = self.is_far(sm, slice);
+            // The round trip between the SM and the slice: near or far partition.
+            let lat = if far { self.far } else { self.near } + jitter;
             let at_l2 = now + lat / 2;
             let a = self.l2.access(line, write);
             // The victim's address is gone; charge the write-back to this line's channel. Its
@@ -215,12 +216,8 @@ impl MemSys {
                 }
             } else {
                 let bytes = u64::from(fill.count_ones()) * self.sector;
-                let far = if self.is_far(sm, slice) {
-                    self.far_miss
-                } else {
-                    0
-                };
-                let filled = self.hbm.read(at_l2, line * self.line, bytes) + far;
+                let far_miss = if far { self.far_miss } else { 0 };
+                let filled = self.hbm.read(at_l2, line * self.line, bytes) + far_miss;
                 self.l2.set_ready(a.slot, filled.max(a.ready));
                 filled
             };
@@ -253,15 +250,19 @@ impl MemSys {
         done
     }
 
+    /// A read of `addr` comes soon: its L2 tags start on their way into the host's cache.
+    pub fn prefetch(&self, addr: u64) {
+        self.l2.prefetch(addr / self.line);
+    }
+
     /// Puts the lines of `bytes` at `addr` in L2, clean and present from cycle 0, as an earlier
     /// kernel's reads would leave them; neither hits nor misses are counted.
     pub fn preload(&mut self, addr: u64, bytes: u64) {
         let first = addr / self.line;
         let last = (addr + bytes.max(1) - 1) / self.line;
-        let all = ((1u32 << (self.line / self.sector)) - 1) as u8;
         for line in first..=last {
             let a = self.l2.access(line, false);
-            self.l2.validate(a.slot, all);
+            self.l2.validate(a.slot, self.all_sectors);
             self.l2.set_ready(a.slot, 0);
         }
         self.l2.clear_counts();
@@ -269,6 +270,10 @@ impl MemSys {
 
     /// The sectors of the line at `base` that bytes `lo..hi` touch, and those they cover whole.
     fn sectors(&self, base: u64, lo: u64, hi: u64) -> (u8, u8) {
+        if lo == base && hi == base + self.line {
+            // The whole line (a TMA row of 128 bytes): no division.
+            return (self.all_sectors, self.all_sectors);
+        }
         let (first, last) = ((lo - base) / self.sector, (hi - 1 - base) / self.sector);
         // Sectors `from..to` as a mask (a line has at most 8).
         let span = |from: u64, to: u64| ((1u32 << to) - (1u32 << from.min(to))) as u8;

@@ -35,20 +35,32 @@ pub enum Replacement {
 }
 
 #[derive(Clone, Debug)]
-pub struct SectorTags {
+pub struct SectorTags<X = ()> {
     sets: u64,
     ways: usize,
     index: SetIndex,
     replacement: Replacement,
+    /// Each set's tags side by side, the only part a lookup scans: a line's complement
+    /// ([`tag`]), 0 for an empty way, so that a new array is the allocator's zeroed pages.
     tags: Vec<u64>,
-    /// Re-reference prediction value per way (SRRIP): 0 = soon .. MAX_RRPV = distant.
-    rrpv: Vec<u8>,
-    /// The lookup that last touched each way (LRU), and lookups so far.
-    used: Vec<u64>,
     lookups: u64,
-    ready: Vec<u64>,
-    /// The sectors each way holds (bit k: sector k of the line).
-    valid: Vec<u8>,
+    /// The rest of each way in one record: a hit reads the set's tags and one record, not one
+    /// array per field (the L2's 409,600 ways are far larger than the host's caches).
+    state: Vec<Way<X>>,
+}
+
+/// A way's state beside its tag, and what the cache that owns the array keeps per way (`X`).
+/// All zeros is an empty way's state: the L2's 13 MiB of ways are mapped as they are touched,
+/// not written when a run starts (a tenth of a millisecond, what a small scenario takes).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Way<X> {
+    ready: u64,
+    /// Replacement state: how far the re-reference prediction value is below distant (SRRIP,
+    /// `MAX_RRPV - rrpv`, so 0 is distant), or the lookup that last touched the way (LRU).
+    order: u64,
+    /// The sectors the way holds (bit k: sector k of the line).
+    valid: u8,
+    pub extra: X,
 }
 
 /// The outcome of one line lookup.
@@ -65,38 +77,61 @@ pub struct Lookup {
     pub replaced: bool,
 }
 
-const INVALID: u64 = u64::MAX;
+/// The tag of an empty way.
+const EMPTY: u64 = 0;
+
+/// The tag of `line`: its complement, never [`EMPTY`] (a line index is an address / line
+/// size, far below 2^64 - 1).
+fn tag(line: u64) -> u64 {
+    !line
+}
+
+/// Types whose all-zero bytes are a valid value (their `Default`), so that an array of ways can
+/// come from zeroed memory.
+///
+/// # Safety
+/// Every field must be an integer, a `bool` or another `ZeroInit` type.
+pub unsafe trait ZeroInit: Copy + Default {}
+// SAFETY: no fields.
+unsafe impl ZeroInit for () {}
+
+/// `n` ways of all zeros (empty, `X`'s default), from `alloc_zeroed`: the kernel maps the
+/// pages as they are first touched.
+fn zeroed_ways<X: ZeroInit>(n: usize) -> Vec<Way<X>> {
+    let layout = std::alloc::Layout::array::<Way<X>>(n).expect("ways fit in memory");
+    if layout.size() == 0 {
+        return Vec::new();
+    }
+    // SAFETY: the layout is non-empty; all-zero bytes are a valid `Way<X>` (integers, and `X`
+    // is `ZeroInit`); the vector owns the allocation, made with the global allocator and the
+    // layout of `n` ways, as `Vec` frees it.
+    unsafe {
+        let p = std::alloc::alloc_zeroed(layout).cast::<Way<X>>();
+        if p.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        Vec::from_raw_parts(p, n, n)
+    }
+}
 const MAX_RRPV: u8 = 3;
 /// "Long" re-reference interval, one step short of distant.
 const LONG_RRPV: u8 = MAX_RRPV - 1;
 
-impl SectorTags {
+impl<X: ZeroInit> SectorTags<X> {
     /// An empty array of `lines` lines (at least one set) in sets of `ways`.
     pub fn new(lines: u64, ways: u32, index: SetIndex, replacement: Replacement) -> Self {
         let ways = ways.max(1) as usize;
         let sets = (lines / ways as u64).max(1);
         let n = sets as usize * ways;
-        let (srrip, lru) = match replacement {
-            Replacement::Srrip => (n, 0),
-            Replacement::Lru => (0, n),
-        };
         SectorTags {
             sets,
             ways,
             index,
             replacement,
-            tags: vec![INVALID; n],
-            rrpv: vec![MAX_RRPV; srrip],
-            used: vec![0; lru],
+            tags: vec![EMPTY; n],
             lookups: 0,
-            ready: vec![0; n],
-            valid: vec![0; n],
+            state: zeroed_ways(n),
         }
-    }
-
-    /// Ways in all.
-    pub fn slots(&self) -> usize {
-        self.tags.len()
     }
 
     fn set_of(&self, line: u64) -> usize {
@@ -107,29 +142,31 @@ impl SectorTags {
     }
 
     /// Looks up `line` (a line index, address / line size); on a miss a way predicted to be
-    /// re-referenced furthest in the future is given to it, holding no sectors yet.
+    /// re-referenced furthest in the future is given to it, holding no sectors yet (what the
+    /// owner keeps of it, `X`, is the owner's to reset).
     pub fn access(&mut self, line: u64) -> Lookup {
         let base = self.set_of(line) * self.ways;
         let ways = base..base + self.ways;
         self.lookups += 1;
-        if let Some(i) = ways.clone().find(|&i| self.tags[i] == line) {
+        let t = tag(line);
+        if let Some(i) = ways.clone().find(|&i| self.tags[i] == t) {
             self.touch(i, 0);
             return Lookup {
                 hit: true,
-                ready: self.ready[i],
+                ready: self.state[i].ready,
                 slot: i,
                 replaced: false,
             };
         }
-        let victim = match ways.clone().find(|&i| self.tags[i] == INVALID) {
+        let victim = match ways.clone().find(|&i| self.tags[i] == EMPTY) {
             Some(i) => i,
             None => self.victim(ways),
         };
-        let replaced = self.tags[victim] != INVALID;
-        self.tags[victim] = line;
+        let replaced = self.tags[victim] != EMPTY;
+        self.tags[victim] = t;
+        let way = &mut self.state[victim];
+        (way.ready, way.valid) = (0, 0);
         self.touch(victim, LONG_RRPV);
-        self.ready[victim] = 0;
-        self.valid[victim] = 0;
         Lookup {
             hit: false,
             ready: 0,
@@ -138,42 +175,64 @@ impl SectorTags {
         }
     }
 
+    /// Starts bringing `line`'s set into the host's cache ahead of its lookup.
+    pub fn prefetch(&self, line: u64) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let set = self
+                .tags
+                .as_ptr()
+                .wrapping_add(self.set_of(line) * self.ways);
+            // SAFETY: a prefetch is only a hint; it never faults, whatever the address.
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(set.cast());
+                _mm_prefetch::<_MM_HINT_T0>(set.wrapping_add(8).cast());
+            }
+        }
+    }
+
     /// Way `i` is used now; under SRRIP it is predicted at `rrpv`.
     fn touch(&mut self, i: usize, rrpv: u8) {
-        match self.replacement {
-            Replacement::Lru => self.used[i] = self.lookups,
-            Replacement::Srrip => self.rrpv[i] = rrpv,
-        }
+        self.state[i].order = match self.replacement {
+            Replacement::Lru => self.lookups,
+            Replacement::Srrip => u64::from(MAX_RRPV - rrpv),
+        };
     }
 
     /// The way of a full set that a new line takes. SRRIP ages the set until some way is
     /// predicted distant and takes the first such way.
     fn victim(&mut self, ways: std::ops::Range<usize>) -> usize {
         let first = ways.start;
-        match self.replacement {
-            Replacement::Lru => ways.min_by_key(|&i| self.used[i]).unwrap_or(first),
+        let set = &mut self.state[ways.clone()];
+        let oldest = set.iter().map(|w| w.order);
+        let pick = match self.replacement {
+            Replacement::Lru => (0..set.len()).min_by_key(|&i| set[i].order),
             Replacement::Srrip => {
-                let oldest = ways.clone().map(|i| self.rrpv[i]).max().unwrap_or(MAX_RRPV);
-                let age = MAX_RRPV - oldest;
-                for i in ways.clone() {
-                    self.rrpv[i] += age;
+                // Aging by the distance of the most distant way (its `order`) brings it to
+                // distant (0).
+                let age = oldest.min().unwrap_or(0);
+                for w in set.iter_mut() {
+                    w.order -= age;
                 }
-                ways.clone()
-                    .find(|&i| self.rrpv[i] == MAX_RRPV)
-                    .unwrap_or(first)
+                set.iter().position(|w| w.order == 0)
             }
-        }
+        };
+        first + pick.unwrap_or(0)
     }
 
     pub fn set_ready(&mut self, slot: usize, cycle: u64) {
-        self.ready[slot] = cycle;
+        self.state[slot].ready = cycle;
     }
 
     /// The sectors of `need` that `slot` lacks, widened to whole groups of `group` sectors (the
     /// level below moves a group at a time); they are marked present (their fill is the
     /// caller's).
     pub fn fill(&mut self, slot: usize, need: u8, group: u32) -> u8 {
-        let missing = need & !self.valid[slot];
+        let missing = need & !self.state[slot].valid;
+        if missing == 0 {
+            return 0;
+        }
         let mut fetch = 0u8;
         let whole = ((1u32 << group) - 1) as u8;
         for g in (0..8).step_by(group as usize) {
@@ -181,13 +240,22 @@ impl SectorTags {
                 fetch |= whole << g;
             }
         }
-        self.valid[slot] |= fetch;
+        self.state[slot].valid |= fetch;
         fetch
     }
 
     /// Marks sectors present without a fill (a write covering them whole).
     pub fn validate(&mut self, slot: usize, sectors: u8) {
-        self.valid[slot] |= sectors;
+        self.state[slot].valid |= sectors;
+    }
+
+    /// What the owner keeps of way `slot`.
+    pub fn extra(&mut self, slot: usize) -> &mut X {
+        &mut self.state[slot].extra
+    }
+
+    pub fn extra_ref(&self, slot: usize) -> &X {
+        &self.state[slot].extra
     }
 }
 
@@ -197,7 +265,7 @@ mod tests {
 
     #[test]
     fn a_line_fills_the_sectors_asked_for_in_whole_groups() {
-        let mut t = SectorTags::new(1 << 13, 16, SetIndex::Fold, Replacement::Srrip);
+        let mut t = SectorTags::<()>::new(1 << 13, 16, SetIndex::Fold, Replacement::Srrip);
         let a = t.access(7);
         // Sector 1 alone: its 64-byte half (sectors 0 and 1) comes from below.
         assert_eq!(t.fill(a.slot, 0b0010, 2), 0b0011);
@@ -212,7 +280,7 @@ mod tests {
 
     #[test]
     fn a_hit_during_a_fill_waits_for_it() {
-        let mut t = SectorTags::new(1 << 13, 16, SetIndex::Hash, Replacement::Lru);
+        let mut t = SectorTags::<()>::new(1 << 13, 16, SetIndex::Hash, Replacement::Lru);
         let a = t.access(7);
         assert!(!a.hit);
         t.set_ready(a.slot, 900);
@@ -223,7 +291,7 @@ mod tests {
     #[test]
     fn a_full_set_replaces_a_line_predicted_distant() {
         // One set of two ways: line 2, re-read, is kept over line 1.
-        let mut t = SectorTags::new(2, 2, SetIndex::Fold, Replacement::Srrip);
+        let mut t = SectorTags::<()>::new(2, 2, SetIndex::Fold, Replacement::Srrip);
         assert!(!t.access(1).replaced);
         t.access(2);
         t.access(2);
@@ -239,7 +307,7 @@ mod tests {
         // come in and is read again after line 3 comes. LRU gives line 3 line 1's way; SRRIP
         // predicts line 1 re-referenced sooner than the new line 2 and gives it line 2's.
         for (replacement, kept) in [(Replacement::Lru, true), (Replacement::Srrip, false)] {
-            let mut t = SectorTags::new(2, 2, SetIndex::Fold, replacement);
+            let mut t = SectorTags::<()>::new(2, 2, SetIndex::Fold, replacement);
             (0..8).for_each(|_| {
                 t.access(1);
             });
@@ -254,7 +322,7 @@ mod tests {
         // 256 lines of 4 ways: folded, 256 consecutive lines fill every set exactly; hashed,
         // some sets get more than 4 and lose lines on a second pass.
         let second_pass_misses = |index| {
-            let mut t = SectorTags::new(256, 4, index, Replacement::Lru);
+            let mut t = SectorTags::<()>::new(256, 4, index, Replacement::Lru);
             (0..256).for_each(|l| {
                 t.access(l);
             });
