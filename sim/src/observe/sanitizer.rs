@@ -73,8 +73,8 @@ impl Finding {
     }
 }
 
-/// Per CTA of a cluster (by rank), per flat mbarrier the phases completed, then per warp the
-/// HGMMAs completed, that something is known to follow.
+/// A clock: per CTA of a cluster (by rank), per flat mbarrier the phases completed, then per
+/// warp the HGMMAs completed, that something is known to follow.
 type Clock = Vec<u64>;
 
 fn join(into: &mut [u64], from: &[u64]) {
@@ -83,23 +83,21 @@ fn join(into: &mut [u64], from: &[u64]) {
     }
 }
 
+/// [`join`] of two clocks of one CTA's [`CtaState::clocks`], `width` entries from `from` into
+/// those from `into`.
+fn join_within(clocks: &mut [u64], into: usize, from: usize, width: usize) {
+    for i in 0..width {
+        clocks[into + i] = clocks[into + i].max(clocks[from + i]);
+    }
+}
+
 #[derive(Clone, Debug)]
 struct WarpState {
-    clock: Clock,
     hgmmas: u64,
     /// Per accumulator label, the HGMMA count that closes the last wgmma writing it.
     acc_last: Vec<u64>,
     /// The HGMMA counts closing the warp's committed groups that no wait has covered yet.
     groups: VecDeque<u64>,
-}
-
-#[derive(Clone, Debug)]
-struct Bar {
-    completed: u64,
-    /// The join of the clocks of all arrivals so far.
-    open: Clock,
-    /// `open` as each of the last `PHASES_KEPT` phases completed, at its count % PHASES_KEPT.
-    done: Vec<Clock>,
 }
 
 /// The last TMA load into a slot: its barrier, and the phase its complete-tx went to once it
@@ -136,7 +134,14 @@ struct Named {
 #[derive(Clone, Debug)]
 struct CtaState {
     warps: Vec<WarpState>,
-    bars: Vec<Bar>,
+    /// Per mbarrier, its phases completed.
+    completed: Vec<u64>,
+    /// The CTA's clocks side by side, in one allocation (a check reads one entry of a warp's
+    /// clock: a vector per clock was a host cache miss more per event): each warp's (see
+    /// [`Sanitizer::warp_clock`]), then per mbarrier the join of its arrivals' clocks so far
+    /// ([`Sanitizer::open`]), then its last `PHASES_KEPT` phases' as each completed
+    /// ([`Sanitizer::done`]).
+    clocks: Vec<u64>,
     slots: Vec<SlotState>,
     named: Vec<Named>,
 }
@@ -152,7 +157,10 @@ pub struct Sanitizer {
     ns: u32,
     /// CTAs per cluster: a clock has `nb + nw` entries for each.
     cluster: u32,
-    ctas: Vec<Option<Box<CtaState>>>,
+    ctas: Vec<Option<CtaState>>,
+    /// A warp's clock (or its HGMMA entries) copied out, to be read against another CTA's
+    /// state, or its own.
+    scratch: Clock,
 }
 
 fn grown<T: Default + Clone>(v: &mut Vec<T>, i: u32) -> &mut T {
@@ -171,36 +179,49 @@ impl Sanitizer {
             cluster: names.cluster_size(),
             names,
             ctas: Vec::new(),
+            scratch: Vec::new(),
         }
     }
 
     fn cta(&mut self, cta: u32) -> &mut CtaState {
         let (nb, nw, ns) = (self.nb as usize, self.nw as usize, self.ns as usize);
-        let width = self.cluster as usize * (nb + nw);
-        grown(&mut self.ctas, cta).get_or_insert_with(|| {
-            let clock = vec![0; width];
-            Box::new(CtaState {
-                warps: vec![
-                    WarpState {
-                        clock: clock.clone(),
-                        hgmmas: 0,
-                        acc_last: Vec::new(),
-                        groups: VecDeque::new(),
-                    };
-                    nw
-                ],
-                bars: vec![
-                    Bar {
-                        completed: 0,
-                        open: clock.clone(),
-                        done: vec![clock.clone(); PHASES_KEPT as usize],
-                    };
-                    nb
-                ],
-                slots: vec![SlotState::default(); ns],
-                named: Vec::new(),
-            })
+        let clocks = (nw + nb * (1 + PHASES_KEPT as usize)) * self.width();
+        grown(&mut self.ctas, cta).get_or_insert_with(|| CtaState {
+            warps: vec![
+                WarpState {
+                    hgmmas: 0,
+                    acc_last: Vec::new(),
+                    groups: VecDeque::new(),
+                };
+                nw
+            ],
+            completed: vec![0; nb],
+            clocks: vec![0; clocks],
+            slots: vec![SlotState::default(); ns],
+            named: Vec::new(),
         })
+    }
+
+    /// The entries of a clock.
+    fn width(&self) -> usize {
+        (self.cluster * (self.nb + self.nw)) as usize
+    }
+
+    /// Where warp `wl`'s clock starts in its CTA's clocks.
+    fn warp_clock(&self, wl: u32) -> usize {
+        wl as usize * self.width()
+    }
+
+    /// Where the join of mbarrier `bar`'s arrivals so far starts in its CTA's clocks.
+    fn open(&self, bar: u32) -> usize {
+        (self.nw + bar) as usize * self.width()
+    }
+
+    /// Where mbarrier `bar`'s clock as phase count `phase` completed starts (kept for the last
+    /// `PHASES_KEPT`, at `phase % PHASES_KEPT`).
+    fn done(&self, bar: u32, phase: u64) -> usize {
+        let kept = bar as usize * PHASES_KEPT as usize + (phase % PHASES_KEPT) as usize;
+        (self.nw as usize + self.nb as usize + kept) * self.width()
     }
 
     /// A warp's CTA and its index within it.
@@ -225,11 +246,13 @@ impl Sanitizer {
             } => {
                 let (ci, wl) = self.warp(warp);
                 let (ns, at) = (self.ns, self.at(ci));
+                let known = self.warp_clock(wl) + at;
                 let c = self.cta(ci);
-                let known = &c.warps[wl as usize].clock;
                 for s in reads.into_iter().filter(|&s| s != NO_SLOT) {
                     if let Some(f) = c.slots[(s % ns) as usize].fill {
-                        if f.phase.is_none_or(|p| known[at + f.bar as usize] <= p) {
+                        if f.phase
+                            .is_none_or(|p| c.clocks[known + f.bar as usize] <= p)
+                        {
                             return Err(Finding::ReadBeforeArrival {
                                 slot: self.names.slot_name(s),
                                 mbarrier: self.names.mbarrier(f.bar),
@@ -251,10 +274,12 @@ impl Sanitizer {
                 warp, acc, pipe, ..
             } => {
                 let (ci, wl) = self.warp(warp);
-                let at = self.at(ci);
-                let w = &mut self.cta(ci).warps[wl as usize];
-                let done = w.clock[at + nb + wl as usize];
-                if *grown(&mut w.acc_last, acc as u32) > done {
+                let own = self.warp_clock(wl) + self.at(ci) + nb + wl as usize;
+                let c = self.cta(ci);
+                let (w, done) = (&mut c.warps[wl as usize], c.clocks[own]);
+                // No wgmma of the warp pending (the last one closes the latest `acc_last`): no
+                // accumulators to look up.
+                if w.hgmmas > done && *grown(&mut w.acc_last, acc as u32) > done {
                     let pending = w.hgmmas - done;
                     return Err(Finding::AccumulatorsInFlight {
                         pipe: pipe.name(),
@@ -272,19 +297,22 @@ impl Sanitizer {
                 // `cta` is another CTA of the cluster's when the load multicasts: its readers
                 // are ordered by what the issuer learned of them through remote arrivals.
                 let (ci, wl) = self.warp(warp);
-                let (nw, ns, at) = (self.nw, self.ns, self.at(cta));
-                // The issuer's clock is lent out (and given back) rather than copied: `cta`
-                // may be the issuer's own CTA.
-                let known = std::mem::take(&mut self.cta(ci).warps[wl as usize].clock);
+                let (nw, ns) = (self.nw, self.ns);
+                let known = self.warp_clock(wl) + self.at(cta) + nb;
+                // The issuer's HGMMA entries are copied out: `cta` may be another CTA.
+                let mut done = std::mem::take(&mut self.scratch);
+                done.clear();
+                done.extend_from_slice(&self.cta(ci).clocks[known..known + nw as usize]);
                 let s = &self.cta(cta).slots[(slot % ns) as usize];
                 let fill = s.fill;
                 let unordered = s
                     .readers
                     .iter()
+                    .zip(&done)
                     .enumerate()
-                    .find(|(r, read)| read.hgmma > known[at + nb + r])
-                    .map(|(r, &read)| (r, read));
-                self.cta(ci).warps[wl as usize].clock = known;
+                    .find(|(_, (read, &done))| read.hgmma > done)
+                    .map(|(r, (&read, _))| (r, read));
+                self.scratch = done;
                 if let Some((r, read)) = unordered {
                     let mut reader = self.names.warp(r as u32).to_string();
                     if cta != ci {
@@ -316,16 +344,20 @@ impl Sanitizer {
                 // With two loads in flight the fill's phase is the later landing's, which no
                 // earlier wait can have seen.
                 if let (Some(f), 0) = (&mut s.fill, s.loading) {
-                    f.phase = Some(c.bars[f.bar as usize].completed);
+                    f.phase = Some(c.completed[f.bar as usize]);
                 }
             }
             Hook::MbarrierArrived { warp, cta, bar } => {
                 // `cta` is another CTA of the cluster's for a remote arrival: it releases what
                 // the sender knows at cluster scope.
                 let (ci, wl) = self.warp(warp);
-                let known = std::mem::take(&mut self.cta(ci).warps[wl as usize].clock);
-                join(&mut self.cta(cta).bars[bar as usize].open, &known);
-                self.cta(ci).warps[wl as usize].clock = known;
+                let (known, open, width) = (self.warp_clock(wl), self.open(bar), self.width());
+                // The sender's clock is copied out: `cta` may be another CTA.
+                let mut sent = std::mem::take(&mut self.scratch);
+                sent.clear();
+                sent.extend_from_slice(&self.cta(ci).clocks[known..known + width]);
+                join(&mut self.cta(cta).clocks[open..open + width], &sent);
+                self.scratch = sent;
             }
             Hook::MbarrierUpdated {
                 bar,
@@ -347,28 +379,32 @@ impl Sanitizer {
                 }
             }
             Hook::PhaseCompleted { cta, bar } => {
-                let at = self.at(cta);
-                let b = &mut self.cta(cta).bars[bar as usize];
-                b.completed += 1;
-                b.open[at + bar as usize] = b.completed;
-                let at = (b.completed % PHASES_KEPT) as usize;
-                b.done[at].copy_from_slice(&b.open);
+                let (at, open, width) = (self.at(cta), self.open(bar), self.width());
+                let c = self.cta(cta);
+                let completed = &mut c.completed[bar as usize];
+                *completed += 1;
+                let completed = *completed;
+                c.clocks[open + at + bar as usize] = completed;
+                let done = self.done(bar, completed);
+                let c = self.cta(cta);
+                c.clocks.copy_within(open..open + width, done);
             }
             Hook::MbarrierWaitPassed { warp, bar, parity } => {
                 let (ci, wl) = self.warp(warp);
+                let (clock, width) = (self.warp_clock(wl), self.width());
                 let at = self.at(ci);
                 let c = self.cta(ci);
-                let clock = &mut c.warps[wl as usize].clock;
-                let known = clock[at + bar as usize];
+                let known = c.clocks[clock + at + bar as usize];
                 // The earliest phase count at or after what the warp knows whose parity lets
                 // the wait pass (a count whose last completed phase has parity `parity`).
                 let seen = known + u64::from(known % 2 == u64::from(parity & 1));
                 if seen > known {
-                    let b = &c.bars[bar as usize];
                     // Older than the kept phases: the oldest kept, which knows more than the
                     // wait guarantees.
-                    let seen = seen.max((b.completed + 1).saturating_sub(PHASES_KEPT));
-                    join(clock, &b.done[(seen % PHASES_KEPT) as usize]);
+                    let completed = c.completed[bar as usize];
+                    let seen = seen.max((completed + 1).saturating_sub(PHASES_KEPT));
+                    let done = self.done(bar, seen);
+                    join_within(&mut self.cta(ci).clocks, clock, done, width);
                 }
             }
             Hook::WgmmaCommitted { warp, group, .. } => {
@@ -381,8 +417,9 @@ impl Sanitizer {
             }
             Hook::WgmmaWaitPassed { warp, n } => {
                 let (ci, wl) = self.warp(warp);
-                let (at, nw) = (self.at(ci), self.nw as usize);
-                let w = &mut self.cta(ci).warps[wl as usize];
+                let (nw, clock) = (self.nw as usize, self.warp_clock(wl) + self.at(ci));
+                let c = self.cta(ci);
+                let w = &mut c.warps[wl as usize];
                 // All but the `n` latest committed groups are complete. A wgmma is one operation
                 // of its warpgroup, whose warps issue the same HGMMAs: complete for this warp, it
                 // is for the other three (CUTLASS and FA3 release a stage from one warp of it).
@@ -391,27 +428,29 @@ impl Sanitizer {
                     let first =
                         wl as usize / WARPS_PER_WARPGROUP as usize * WARPS_PER_WARPGROUP as usize;
                     let last = (first + WARPS_PER_WARPGROUP as usize).min(nw);
-                    for done in &mut w.clock[at + nb + first..at + nb + last] {
+                    for done in &mut c.clocks[clock + nb + first..clock + nb + last] {
                         *done = (*done).max(end);
                     }
                 }
             }
             Hook::NamedBarrierArrived { warp, id, sync } => {
                 let (ci, wl) = self.warp(warp);
-                let width = (self.cluster * (self.nb + self.nw)) as usize;
+                let (clock, width) = (self.warp_clock(wl), self.width());
                 let c = self.cta(ci);
                 let named = grown(&mut c.named, id as u32);
                 named.clock.resize(width, 0);
-                join(&mut named.clock, &c.warps[wl as usize].clock);
+                join(&mut named.clock, &c.clocks[clock..clock + width]);
                 if sync {
                     named.syncing.push(wl);
                 }
             }
             Hook::NamedBarrierReleased { cta, id, .. } => {
+                let width = self.width();
                 let c = self.cta(cta);
                 let named = grown(&mut c.named, id as u32);
                 for &w in &named.syncing {
-                    join(&mut c.warps[w as usize].clock, &named.clock);
+                    let clock = w as usize * width;
+                    join(&mut c.clocks[clock..clock + width], &named.clock);
                 }
                 named.syncing.clear();
                 named.clock.iter_mut().for_each(|t| *t = 0);

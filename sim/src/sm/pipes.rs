@@ -49,11 +49,6 @@ use isa::program::{MixPipe, Pipe, RegSource, MIX_PIPES};
 /// Largest per-thread count of one compute instruction (keeps the count in a u32).
 pub const MAX_MACRO_COUNT: i64 = 1 << 30;
 
-// `MixProgress::paced` multiplies a count of warp-instructions by the stalls in u64.
-const _: () = assert!(
-    (MIX_PIPES.len() as u128) * (MAX_MACRO_COUNT as u128) * (MAX_MACRO_COUNT as u128) < 1 << 63
-);
-
 /// How one pipe times a warp-instruction (see `Engine::pipe_timing`).
 struct PipeTiming {
     cycles: u64,
@@ -65,22 +60,26 @@ struct PipeTiming {
 const MMA_FLOPS: u64 = 2 * 16 * 8 * 16;
 
 /// A warp's place in a `Mix`: each pipe's count and what is left of it (in the order of
-/// `MIX_PIPES`), the block's stall counts, and the cycle its last warp-instruction issued.
+/// `MIX_PIPES`), the block's stall counts, and the earliest cycle of its next warp-instruction.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct MixProgress {
     count: [u32; MIX_PIPES.len()],
     left: [u32; MIX_PIPES.len()],
     stalls: u64,
-    last: u64,
+    /// The earliest cycle the next warp-instruction may issue: the block's stall counts spread
+    /// evenly over its warp-instructions, each counted from the one before (a stall count
+    /// holds the warp after its instruction, however late that issued). 0 before the first.
+    due: u64,
+    /// `issued * stalls % total` for the warp-instructions issued so far: the k-th one's share
+    /// of the stalls, `k * stalls / total - (k - 1) * stalls / total`, is `(rem + stalls) /
+    /// total` with the k - 1 before it (one division per warp-instruction, none when a warp is
+    /// evaluated again).
+    rem: u64,
 }
 
 impl MixProgress {
     fn total(&self) -> u64 {
         self.count.iter().map(|&c| c as u64).sum()
-    }
-
-    fn issued(&self) -> u64 {
-        self.total() - self.left.iter().map(|&c| c as u64).sum::<u64>()
     }
 
     /// The index in `MIX_PIPES` of the next warp-instruction: the pipe with the largest share of
@@ -102,19 +101,12 @@ impl MixProgress {
         best
     }
 
-    /// The earliest cycle the next warp-instruction may issue: the block's stall counts spread
-    /// evenly over its warp-instructions, each counted from the one before (a stall count
-    /// holds the warp after its instruction, however late that issued).
-    fn paced(&self) -> u64 {
-        let issued = self.issued();
-        if issued == 0 {
-            return 0;
-        }
-        // In u64 (a u128 division was 6% of FA3's time): the stalls are at most
-        // MAX_MACRO_COUNT and the count at most 5 of it, so the product stays below 2^63.
-        let (stalls, total) = (self.stalls, self.total());
-        let gap = issued * stalls / total - (issued - 1) * stalls / total;
-        self.last + gap
+    /// A warp-instruction was dispatched at `last`: the next one's earliest cycle is its share
+    /// of the stalls after it.
+    fn paced_from(&mut self, last: u64) {
+        let share = self.rem + self.stalls;
+        let total = self.total();
+        (self.due, self.rem) = (last + share / total, share % total);
     }
 }
 
@@ -216,7 +208,8 @@ impl Engine<'_> {
                     count,
                     left: count,
                     stalls: stalls.max(0) as u64,
-                    last: 0,
+                    due: 0,
+                    rem: 0,
                 };
                 self.warps[w as usize].mix = Some(mix);
                 mix
@@ -225,9 +218,8 @@ impl Engine<'_> {
         if let (Some(stall), true) = (at.scoreboard, at.starting) {
             return Ok(Some(stall));
         }
-        let paced = mix.paced();
-        if paced > self.now {
-            return Ok(Some(Outcome::StallUntil(State::Wait, paced)));
+        if mix.due > self.now {
+            return Ok(Some(Outcome::StallUntil(State::Wait, mix.due)));
         }
         let MixPipe::Pipe(pipe) = MIX_PIPES[mix.next()] else {
             return Ok(Some(Outcome::Ready));
@@ -264,7 +256,7 @@ impl Engine<'_> {
         warp.progress -= 1;
         let i = mix.next();
         mix.left[i] -= 1;
-        mix.last = self.now;
+        let mut last = self.now;
         if let MixPipe::Pipe(pipe) = MIX_PIPES[i] {
             if let Some(acc) = acc {
                 let warpgroup = self.warps[w as usize].wg;
@@ -278,8 +270,9 @@ impl Engine<'_> {
             self.book_pipe(w, pipe);
             // The stall count runs from the dispatch, which a running HGMMA holds longer.
             let part = &self.parts[self.warps[w as usize].partition as usize];
-            mix.last = mix.last.max(part.issue_free.saturating_sub(1));
+            last = last.max(part.issue_free.saturating_sub(1));
         }
+        mix.paced_from(last);
         let warp = &mut self.warps[w as usize];
         let done = warp.progress == 0;
         warp.mix = (!done).then_some(mix);
