@@ -58,6 +58,7 @@ const BOUNDS: &[(&str, Bound)] = &[
     ("cluster_barrier", Bound::Relative(0.10)),
     ("cluster_remote_arrive", Bound::Relative(0.10)),
     ("remote_arrive_issue", Bound::Relative(0.15)),
+    ("cluster_mcast", Bound::Relative(0.10)),
     ("scheduler", Bound::Relative(0.05)),
     ("l2_share", Bound::Relative(0.10)),
     ("l2_merge", Bound::Relative(0.10)),

@@ -58,6 +58,8 @@ pub struct MemSys {
     gpc_of: Vec<u32>,
     jitter: u64,
     l2_bytes: u64,
+    /// Bytes of reads that rode on another SM's read-out of the line (see `access`).
+    l2_shared_bytes: u64,
     /// The counts when the present kernel started (`begin_kernel`): its stats are those since.
     base: Counts,
 }
@@ -68,6 +70,7 @@ struct Counts {
     l2_hits: u64,
     l2_misses: u64,
     l2_bytes: u64,
+    l2_shared_bytes: u64,
     dram_read_bytes: u64,
     dram_write_bytes: u64,
     /// Dirty lines left by the kernels before: counted as their writes already.
@@ -82,6 +85,10 @@ pub struct MemStats {
     pub l2_misses: u64,
     /// Bytes the SMs read from and wrote to L2.
     pub l2_bytes: u64,
+    /// The part of `l2_bytes` read on another SM's read-out of the same line, so that the
+    /// slices' data arrays moved them once for both (Nsight Compute's `lts__t_bytes` counts
+    /// them once: h100-cluster_ncu.csv, unicast loads by 2 CTAs of a cluster).
+    pub l2_shared_bytes: u64,
     pub dram_read_bytes: u64,
     /// Write-backs, including the dirty lines left in L2 at the end.
     pub dram_write_bytes: u64,
@@ -137,6 +144,7 @@ impl MemSys {
                 .collect(),
             jitter: m.latency_jitter,
             l2_bytes: 0,
+            l2_shared_bytes: 0,
             base: Counts::default(),
         }
     }
@@ -235,7 +243,10 @@ impl MemSys {
                 None
             };
             let out = match ride {
-                Some(read_out) => data_at_l2.max(read_out),
+                Some(read_out) => {
+                    self.l2_shared_bytes += part;
+                    data_at_l2.max(read_out)
+                }
                 None => {
                     let t = self.arrays[slice].book(data_at_l2, part);
                     if !write {
@@ -295,6 +306,7 @@ impl MemSys {
             l2_hits: self.l2.hits(),
             l2_misses: self.l2.misses(),
             l2_bytes: self.l2_bytes,
+            l2_shared_bytes: self.l2_shared_bytes,
             dram_read_bytes: self.hbm.read_bytes(),
             dram_write_bytes: self.hbm.write_bytes(),
             dirty_lines: self.l2.dirty_lines(),
@@ -313,6 +325,7 @@ impl MemSys {
             l2_hits: self.l2.hits() - b.l2_hits,
             l2_misses: self.l2.misses() - b.l2_misses,
             l2_bytes: self.l2_bytes - b.l2_bytes,
+            l2_shared_bytes: self.l2_shared_bytes - b.l2_shared_bytes,
             dram_read_bytes: self.hbm.read_bytes() - b.dram_read_bytes,
             dram_write_bytes: (self.hbm.write_bytes() - b.dram_write_bytes
                 + self.l2.dirty_lines() * self.line)

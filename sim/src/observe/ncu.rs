@@ -114,6 +114,11 @@ pub fn metrics(r: &Report, p: &Preset) -> BTreeMap<String, f64> {
         put("l1tex__t_sector_hit_rate.pct".into(), 100.0 * l1.hit_rate);
     }
     put("lts__t_sector_hit_rate.pct".into(), 100.0 * r.l2.hit_rate);
+    // The slices' traffic: a read that rode on another SM's read-out counts once.
+    put(
+        "lts__t_bytes.sum".into(),
+        (r.l2.bytes - r.l2.shared_bytes) as f64,
+    );
     put("dram__bytes_read.sum".into(), r.dram.read_bytes as f64);
     // Lines still dirty in L2 at the end are written after the kernel, out of its counters.
     put(

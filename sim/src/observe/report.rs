@@ -130,6 +130,9 @@ pub struct L2Report {
     pub hit_rate: f64,
     /// Bytes the SMs read from and wrote to L2.
     pub bytes: u64,
+    /// The part of `bytes` read on another SM's read-out of the same line (GPC-local sharing,
+    /// `memory.l2.merge_cycles`): the slices moved `bytes - shared_bytes`.
+    pub shared_bytes: u64,
     pub bandwidth_gbs: f64,
 }
 
@@ -486,6 +489,7 @@ impl Report {
             l2: L2Report {
                 hit_rate: m.l2_hits as f64 / (m.l2_hits + m.l2_misses).max(1) as f64,
                 bytes: m.l2_bytes,
+                shared_bytes: m.l2_shared_bytes,
                 bandwidth_gbs: gbs(m.l2_bytes),
             },
             dram: DramReport {

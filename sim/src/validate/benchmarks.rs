@@ -1101,7 +1101,11 @@ pub(super) fn specs() -> Vec<Spec> {
             format!("cuDNN FA3-class hd128 s{s_len}"),
             "FLOP/SM-cycle",
             "attention",
-            Measured::Scaled("attn_flop_per_sm_cycle", param, 16.0 * 132.0 / 2048.0),
+            Measured::Scaled(
+                "attn_flop_per_sm_cycle",
+                param.to_string(),
+                16.0 * 132.0 / 2048.0,
+            ),
             "attention",
             Vec::new(),
             Metric::SlopeRate {
@@ -1262,7 +1266,7 @@ pub(super) fn specs() -> Vec<Spec> {
             program,
             Measured::Scaled(
                 test,
-                param,
+                param.to_string(),
                 (tiles as f64 / 132.0).ceil() * 132.0 / tiles as f64,
             ),
             "fa3_pingpong",
@@ -1701,6 +1705,63 @@ pub(super) fn specs() -> Vec<Spec> {
             with(mode),
             Metric::per_step_over("iters", with(0)),
         );
+    }
+    // Unicast against multicast across a cluster (cluster.cu's mcast kernel on an H100, one
+    // thread a CTA streaming 256 tiles of 16 KiB through 4 stages, every CTA of a cluster the
+    // same tiles): L2 slice bytes (Nsight Compute's lts__t_bytes) with 8 tiles a cluster
+    // re-read from L2, DRAM bytes with 256 distinct tiles a cluster, each over the bytes the
+    // CTAs' tiles hold; and the cycles a tile takes (group cluster_mcast_cycles).
+    for (c, grid) in [(1i64, 132i64), (2, 132), (4, 120)] {
+        for (form, mode) in [
+            ("unicast", 0i64),
+            ("unicast_sync_cta", 3),
+            ("multicast_cta", 4),
+        ] {
+            if c == 1 && mode != 0 {
+                continue;
+            }
+            let asked = (grid * 256 * 16384) as f64;
+            for (src, warm, region) in [("l2", 1i64, 8i64), ("hbm", 0, 256)] {
+                let param = format!("{form}_c{c}_{src}");
+                let own = sets(&[
+                    ("test", 4),
+                    ("cluster", c),
+                    ("clusters", grid / c),
+                    ("mode", mode),
+                    ("warm", warm),
+                    ("region", region),
+                    ("tiles", 256),
+                ]);
+                let (counter, metric) = if src == "l2" {
+                    ("ncu_lts__t_bytes.sum", Metric::L2SlicePerAsked { asked })
+                } else {
+                    ("ncu_dram__bytes_read.sum", Metric::DramPerAsked { asked })
+                };
+                add(
+                    "cluster_mcast",
+                    format!("{param}: {} bytes / tile bytes", &src.to_uppercase()),
+                    "B/B",
+                    "cluster_mcast_ncu",
+                    Measured::Scaled(counter, param.clone(), 1.0 / asked),
+                    "cluster_h100",
+                    own.clone(),
+                    metric,
+                );
+                add(
+                    "cluster_mcast_cycles",
+                    format!("{param}"),
+                    "cycles/tile",
+                    "cluster2",
+                    v("mcast", &param),
+                    "cluster_h100",
+                    own,
+                    Metric::Single {
+                        per: 256.0,
+                        minus: 0.0,
+                    },
+                );
+            }
+        }
     }
     // The scheduler's policy (calibration/sched.cu on an H100): 2 to 4 warps of one partition
     // each issue 512 independent FFMAs after a barrier; the first to finish (the chip's

@@ -65,6 +65,11 @@ const STORED: &[(&str, &str)] = &[
         "cluster2",
         include_str!("../../../calibration/data/h100-cluster2.csv"),
     ),
+    // Nsight Compute's counters of the fourth run's mcast kernels, as rows (ncu_rows.py).
+    (
+        "cluster_mcast_ncu",
+        include_str!("../../../calibration/data/h100-cluster_mcast_ncu.csv"),
+    ),
     (
         "l2_share",
         include_str!("../../../calibration/data/h100-l2_share.csv"),

@@ -558,6 +558,32 @@ pub(super) const GROUPS: &[Group] = &[
                cluster.remote_arrive_cycles (96) against barriers.arrive_cycles (6)",
     },
     Group {
+        name: "cluster_mcast",
+        bound: Bound::Relative(0.10),
+        note: "bytes the L2 slices (lts__t_bytes) and DRAM moved for the tiles that clusters \
+               of 1, 2 and 4 CTAs stream, over the tiles' bytes (cluster.cu's mcast kernel on \
+               an H100, Nsight Compute): each CTA loading the tile itself costs the slices \
+               what one multicast does at 2 CTAs (0.51-0.52 against 0.51), since the L2 \
+               serves a GPC's reads of a line from one read-out (memory.l2.merge_cycles), \
+               and DRAM 1/N for both. At 4 CTAs the chip's unicast moves 0.33-0.36 where \
+               multicast moves 0.26 (multicast saves 22-28% of the slices' bytes there); \
+               the model shares all four reads and gives 0.25 for both: a limit on how many \
+               reads share one read-out is not modeled",
+    },
+    Group {
+        name: "cluster_mcast_cycles",
+        bound: Bound::None,
+        note: "not modeled: cycles a 16 KiB tile takes in the same runs (one thread a CTA, 4 \
+               stages). One CTA a cluster matches (555 and 1,428 against 548 and 1,428), but \
+               with 2 or 4 CTAs sharing tiles the chip stays at 375 cycles a tile from L2 \
+               where the model's shared read-outs give 277 and 216, and the cross-CTA empty \
+               barriers (CTA-scope remote arrives, CUTLASS's) cost 821-844 (c2) and 966-988 \
+               (c4) against 593 and 785. Both point at the thread's own loop (its try_wait \
+               inside BSSY/BSYNC, see tma_thread_loop and divergence), whose cost the model \
+               does not carry; multicast itself is no faster than unicast on the chip (+3%) \
+               nor in the model",
+    },
+    Group {
         name: "scheduler",
         bound: Bound::Relative(0.05),
         note: "cycles until the first and the last of 2 to 4 warps of one partition end 512 \

@@ -12,7 +12,7 @@ pub(super) enum Measured {
     /// (value(hi) − value(lo)) / units: a per-step cost from two totals.
     Slope(&'static str, String, String, f64),
     /// value × factor: a whole-kernel rate corrected to its busiest SM's steady state.
-    Scaled(&'static str, &'static str, f64),
+    Scaled(&'static str, String, f64),
     /// value(test, param) − value(base, base_param): what a condition adds.
     Over(&'static str, &'static str, &'static str, &'static str),
     /// value(test, to) − value(test, from): the time between two clock stamps of one run.
@@ -57,6 +57,9 @@ pub(super) enum Metric {
     SingleRate { amount: f64 },
     /// Bytes DRAM read in one run over `asked`, the bytes the kernel's threads asked for.
     DramPerAsked { asked: f64 },
+    /// Bytes the L2 slices moved in one run (reads that rode on another SM's read-out count
+    /// once: Nsight Compute's `lts__t_bytes`) over `asked`.
+    L2SlicePerAsked { asked: f64 },
     /// Δ(lifetime of the role `mma`'s warps) / `per` (that role's slope while others outlast
     /// it), less the same slope of the twin with `base` sets.
     MmaSlopeOver {
@@ -141,6 +144,7 @@ impl Metric {
             Metric::Degree { .. } => (delta(1, 0) / delta(3, 2).max(1.0)).round(),
             Metric::SlopeOver { per, .. } => (delta(1, 0) - delta(3, 2)) / per,
             Metric::DramPerAsked { asked } => s[0].dram_read as f64 / asked,
+            Metric::L2SlicePerAsked { asked } => s[0].l2_slice as f64 / asked,
             Metric::MmaSlopeOver { per, .. } => {
                 let mma = |i: usize| s[i].mma_cycles as f64;
                 (mma(1) - mma(0) - (mma(3) - mma(2))) / per
@@ -193,6 +197,7 @@ impl Spec {
             Metric::Single { .. }
             | Metric::SingleRate { .. }
             | Metric::DramPerAsked { .. }
+            | Metric::L2SlicePerAsked { .. }
             | Metric::Lifetime(_)
             | Metric::LongestPer { .. } => vec![k(None)],
             Metric::Degree { key, lo, hi, base }

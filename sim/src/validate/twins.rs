@@ -57,6 +57,8 @@ const TWINS: &[(&str, &str, &str, Option<&str>)] = &[
     twin!("sched", "scenarios/calibration/sched.ron"),
     // An H100's L2 (calibration/data/h100-l2_share.csv).
     twin!("l2_share", "scenarios/calibration/l2_share.ron", gpu: "h100-sxm"),
+    // An H100's L2 and HBM (h100-cluster2.csv's mcast rows, h100-cluster_mcast_ncu.csv).
+    twin!("cluster_h100", "scenarios/calibration/cluster.ron", gpu: "h100-sxm"),
 ];
 
 /// Why a twin could not run.
@@ -92,6 +94,8 @@ pub(super) fn run_key(
 pub(super) struct Sample {
     pub(super) cycles: u64,
     pub(super) dram_read: u64,
+    /// Bytes through the L2 slices (`lts__t_bytes`).
+    pub(super) l2_slice: u64,
     pub(super) mma_cycles: u64,
     pub(super) first_cycles: u64,
     /// The longest-lived warp of role `first`.
@@ -122,6 +126,7 @@ fn simulate(gpu: &str, key: &RunKey) -> Result<Sample, TwinError> {
     Ok(Sample {
         cycles: report.cycles,
         dram_read: report.dram.read_bytes,
+        l2_slice: report.l2.bytes - report.l2.shared_bytes,
         mma_cycles: lifetime("mma"),
         first_cycles: lifetime("first"),
         first_longest: report.roles.get("first").map_or(0, |r| r.longest),
