@@ -1749,7 +1749,7 @@ pub(super) fn specs() -> Vec<Spec> {
                 );
                 add(
                     "cluster_mcast_cycles",
-                    format!("{param}"),
+                    param.clone(),
                     "cycles/tile",
                     "cluster2",
                     v("mcast", &param),
