@@ -36,6 +36,11 @@
 //                     cycles to each one's last issue and wait_group 0: does the tensor pipe
 //                     finish the earlier warpgroup's HGMMAs first, or share itself?
 //                     param k<k>_d<d>
+//   wgmma_issue_{ss,rs}, wgmma_issue_max_{ss,rs}, wgmma_group_{ss,rs} (`softmax issue` runs only
+//                     these): the beside kernel's wgmma warps, each adding up the cycles from a
+//                     group's start (wait_group 1 returned) to its commit: the mean and the
+//                     slowest warp's per group, and the group's whole cycles; param w0, w4, w8:
+//                     softmax warps beside (w0_g100: 100 groups, the first launch)
 //   busy_issued_wg0, busy_done_wg0 : warpgroup 0's last wgmma issue and its wait_group 0 while
 //                     warpgroup 1 (no wgmma) is busy with something else after the bar.sync:
 //                     a clock64 spin of d cycles (spin), d/4 dependent FFMAs (ffma), or d/1000
@@ -185,7 +190,9 @@ __device__ __forceinline__ uint64_t desc(uint32_t addr) {
 // Warps 0 to SW-1 (SW / 4 a partition) run `iters` softmax steps while the last warpgroup
 // issues `groups` x 8 back-to-back wgmma m64nNk16 (SS, or RS with A from registers), one group
 // in flight; cyc[0..SW-1]: each softmax warp's cycles, cyc[SW]: the wgmma warpgroup's.
-template <int N, int SW>
+// With kProbe, each wgmma warp also adds up the cycles from a group's start (its wait_group 1
+// returned) to its commit, its issue span, into cyc[SW + 1 + warp].
+template <int N, int SW, bool kProbe = false>
 __global__ void __launch_bounds__(32 * SW + 128, 1) beside_kernel(int iters, int groups, int rs,
                                                                   unsigned long long* cyc, float* sink) {
   __shared__ __align__(128) uint16_t ops[(64 + 256) * 16];
@@ -206,7 +213,10 @@ __global__ void __launch_bounds__(32 * SW + 128, 1) beside_kernel(int iters, int
 #pragma unroll
   for (int i = 0; i < N / 2; ++i) d[i] = 0.f;
   long long t0 = clock64();
+  long long span = 0;
   for (int g = 0; g < groups; ++g) {
+    long long ta = 0;
+    if (kProbe) ta = clock64();
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
     if (rs) {
 #pragma unroll
@@ -216,11 +226,13 @@ __global__ void __launch_bounds__(32 * SW + 128, 1) beside_kernel(int iters, int
       for (int k = 0; k < 8; ++k) Wgmma<N>::ss(d, da, db, 1);
     }
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    if (kProbe) span += clock64() - ta;
     asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
   long long t1 = clock64();
   if (threadIdx.x == 32 * SW) cyc[SW] = t1 - t0;
+  if (kProbe && threadIdx.x % 32 == 0) cyc[SW + 1 + (threadIdx.x / 32 - SW)] = span;
   float s = 0;
 #pragma unroll
   for (int i = 0; i < N / 2; ++i) s += d[i];
@@ -434,8 +446,45 @@ static double beside(int iters, int groups, int rs, bool wgmma) {
   return (double)m;
 }
 
-int main() {
+// The wgmma warps' issue span per group (see beside_kernel), as the mean and the largest over
+// the 4 warps, with SW softmax warps outlasting `groups` groups (0 steps: none beside).
+template <int SW>
+static void issue_rows(const char* kind, const char* param, int iters, int groups, int rs) {
+  beside_kernel<128, SW, true><<<1, 32 * SW + 128>>>(iters, groups, rs, g_cyc, g_sink);
+  LAUNCH_CHECK();
+  unsigned long long c[SW + 5];
+  CHECK(cudaMemcpy(c, g_cyc, sizeof c, cudaMemcpyDeviceToHost));
+  double sum = 0, most = 0;
+  for (int w = 0; w < 4; ++w) {
+    sum += (double)c[SW + 1 + w];
+    most = (double)c[SW + 1 + w] > most ? (double)c[SW + 1 + w] : most;
+  }
+  char t[40];
+  snprintf(t, sizeof t, "wgmma_issue_%s", kind);
+  row(t, param, sum / 4 / groups, "cycles");
+  snprintf(t, sizeof t, "wgmma_issue_max_%s", kind);
+  row(t, param, most / groups, "cycles");
+  snprintf(t, sizeof t, "wgmma_group_%s", kind);
+  row(t, param, (double)c[SW] / groups, "cycles");
+}
+
+int main(int argc, char** argv) {
   header("softmax");
+  if (argc > 1 && strcmp(argv[1], "issue") == 0) {
+    // Only the issue-span rows: is the wgmma warp starved by softmax warps beside it?
+    CHECK(cudaMalloc(&g_cyc, 64 * sizeof(unsigned long long)));
+    CHECK(cudaMalloc(&g_sink, 1024 * sizeof(float)));
+    CHECK(cudaMemset(g_sink, 0, 1024 * sizeof(float)));
+    for (int rs = 0; rs < 2; ++rs) {
+      const char* kind = rs ? "rs" : "ss";
+      issue_rows<4>(kind, "w0_g100", 0, 100, rs);
+      issue_rows<4>(kind, "w0", 0, 2000, rs);
+      issue_rows<4>(kind, "w4", 6000, 2000, rs);
+      issue_rows<8>(kind, "w8", 6000, 2000, rs);
+    }
+    footer();
+    return 0;
+  }
   CHECK(cudaMalloc(&g_cyc, 64 * sizeof(unsigned long long)));
   CHECK(cudaMalloc(&g_sink, 1024 * sizeof(float)));
   CHECK(cudaMemset(g_sink, 0, 1024 * sizeof(float)));

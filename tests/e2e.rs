@@ -833,6 +833,10 @@ fn ncu_names_the_known_metrics() {
         ("lts__t_sector_hit_rate.pct", 100.0 * num("/l2/hit_rate")),
         ("dram__bytes_read.sum", num("/dram/read_bytes")),
         (
+            "lts__t_bytes.sum",
+            num("/l2/bytes") - num("/l2/shared_bytes"),
+        ),
+        (
             "dram__bytes.sum.per_second",
             1e9 * num("/dram/bandwidth_gbs"),
         ),
@@ -858,7 +862,7 @@ fn ncu_names_the_known_metrics() {
         .sum();
     let per_issued = ncu("smsp__average_warp_latency_per_inst_issued.ratio");
     assert!(close(stalls, per_issued), "{stalls} against {per_issued}");
-    assert_eq!(j["ncu"].as_object().unwrap().len(), 47);
+    assert_eq!(j["ncu"].as_object().unwrap().len(), 48);
     // The summary's SOL line shows the same three throughputs.
     let text = stdout_of(&["run", "scenarios/gemm_ws.ron", "--no-trace"]);
     let sol = format!(

@@ -213,7 +213,7 @@ fn the_cli_prints_json_and_rejects_unknown_groups() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["gpu"], "h200-sxm");
     assert_eq!(v["groups"].as_array().unwrap().len(), 2);
-    assert_eq!(v["rows"].as_array().unwrap().len(), 20);
+    assert_eq!(v["rows"].as_array().unwrap().len(), 22);
     let out = sim(&["validate", "--group", "wgmmaa"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown group `wgmmaa`"));

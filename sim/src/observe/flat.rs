@@ -136,7 +136,7 @@ fn unit(path: &[&str]) -> &'static str {
         ["tflops"] => "TFLOP/s",
         ["instructions"] | ["roles", _, "instructions"] => "warp-inst",
         ["l2" | "dram", "bandwidth_gbs"] => "GB/s",
-        ["l2", "bytes"] | ["dram", _] => "B",
+        ["l2", "bytes" | "shared_bytes"] | ["dram", _] => "B",
         ["l1", "sectors"] => "sectors",
         ["schedulers", "active_warps" | "eligible_warps"] | ["roles", _, "warps"] => "warps",
         ["schedulers", "issued_per_cycle"] => "inst/cycle",

@@ -56,7 +56,7 @@ pub fn unit(name: &str) -> &'static str {
             "gpu__time_duration.sum" => "ns",
             "smsp__inst_executed.sum" => "warp-inst",
             "launch__waves_per_multiprocessor" => "waves",
-            "dram__bytes_read.sum" | "dram__bytes_write.sum" => "B",
+            "dram__bytes_read.sum" | "dram__bytes_write.sum" | "lts__t_bytes.sum" => "B",
             "dram__bytes.sum.per_second" => "B/s",
             "smsp__issue_active.avg.per_cycle_active" => "inst/cycle",
             THREADS_PER_INST => "threads",

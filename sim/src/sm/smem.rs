@@ -2,10 +2,13 @@
 //!
 //! Rule (CUDA C++ Programming Guide, "Shared Memory"): 32 banks of 4 bytes, consecutive words in
 //! consecutive banks. A request is served in wavefronts; in each, a bank delivers one distinct
-//! word, and any number of lanes reading the same word share it (broadcast). Accesses wider
-//! than 4 bytes are split so each phase moves at most one port width (128 B): 8-byte accesses in
-//! two half-warp phases, 16-byte accesses in four quarter-warp phases. The wavefronts of a phase
-//! are the largest number of distinct words any one bank must deliver.
+//! word, and any number of lanes reading the same word share it (broadcast). 16-byte accesses
+//! are split into two half-warp phases; narrower ones are one phase of the whole warp. The
+//! wavefronts of a phase are the largest number of distinct words any one bank must deliver, so
+//! a phase moving 256 distinct bytes takes 2. Measured on an H100 (calibration/core.cu,
+//! h100-core_bcast.csv): every lane loading the same 8 bytes takes 1 wavefront, the same 16
+//! bytes 2 (a split into quarter-warps of 128 B would give 2 and 4); with distinct addresses
+//! both rules agree (h200-core.csv's smem_ld rows).
 //!
 //! The SM's shared-memory port moves one wavefront per cycle for every user: ld/st.shared
 //! (issued here), HGMMA operand reads, TMA writes and reads, cp.async writes. An ld/st.shared
@@ -23,7 +26,9 @@ use isa::program::{LaneAddrs, SlotRef};
 /// with no active lane takes no wavefront.
 pub fn wavefronts(a: &LaneAddrs, width: u32, banks: u32, bank_bytes: u32) -> u32 {
     let port = (banks * bank_bytes) as usize;
-    let lanes_per_phase = (port / width.max(bank_bytes) as usize).clamp(1, a.addrs.len());
+    // A phase moves at most two port widths: all 32 lanes up to 8 bytes each, half-warps of
+    // 16-byte accesses (an LDS.64 of one address takes 1 wavefront, an LDS.128 of one 2).
+    let lanes_per_phase = (2 * port / width.max(bank_bytes) as usize).clamp(1, a.addrs.len());
     let mut total = 0;
     for (p, phase) in a.addrs.chunks(lanes_per_phase).enumerate() {
         let all = (1u64 << phase.len()) - 1;
@@ -203,8 +208,17 @@ mod tests {
         // 32 lanes x 16 B contiguous = 512 B = 4 wavefronts; 8 B = 2.
         assert_eq!(wavefronts(&lanes(|l| l * 16), 16, 32, 4), 4);
         assert_eq!(wavefronts(&lanes(|l| l * 8), 8, 32, 4), 2);
-        // 16 B per lane with a 256 B stride: every quarter-warp hits the same 4 banks 8 times.
+        // 16 B per lane with a 256 B stride: every half-warp hits the same 4 banks 16 times.
         assert_eq!(wavefronts(&lanes(|l| l * 256), 16, 32, 4), 32);
+    }
+
+    #[test]
+    fn a_broadcast_takes_one_wavefront_a_phase() {
+        // Every lane the same 8 bytes: one phase, one word a bank. The same 16 bytes: two
+        // half-warp phases (quarter-warps would take 4).
+        assert_eq!(wavefronts(&lanes(|_| 64), 8, 32, 4), 1);
+        assert_eq!(wavefronts(&lanes(|_| 64), 16, 32, 4), 2);
+        assert_eq!(wavefronts(&lanes(|_| 64), 4, 32, 4), 1);
     }
 
     #[test]

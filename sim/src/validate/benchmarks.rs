@@ -263,6 +263,25 @@ pub(super) fn specs() -> Vec<Spec> {
             },
         );
     }
+    // Broadcasts: every lane the same 8 or 16 bytes (core.cu's later build, on an H100).
+    for w in [8i64, 16] {
+        let p = format!("w{w}_s0");
+        add(
+            "smem_banks",
+            format!("smem {w} B, stride 0 B (broadcast)"),
+            "wavefronts",
+            "core_bcast",
+            v("smem_degree", &p),
+            "smem",
+            sets(&[("width", w), ("stride", 0)]),
+            Metric::Degree {
+                key: "iters",
+                lo: 64,
+                hi: 128,
+                base: base.clone(),
+            },
+        );
+    }
     // Bandwidths.
     add(
         "bandwidth",
@@ -1762,6 +1781,42 @@ pub(super) fn specs() -> Vec<Spec> {
                 );
             }
         }
+    }
+    // Whole kernels: CUTLASS 4.3's persistent Hopper GEMMs at 4096^3 on an H100 (its own
+    // cycles, Nsight Compute's gpc__cycles_elapsed.max) against the scenarios that rebuild them.
+    for (name, param, twin, own) in [
+        (
+            "cooperative 128x256, persistent",
+            "coop_128x256_c1_4096",
+            "gemm_h100",
+            vec![("persistent", 1i64)],
+        ),
+        (
+            "cooperative 128x256, persistent, 2x1 cluster",
+            "coop_128x256_c2_4096",
+            "gemm_h100",
+            vec![("persistent", 1), ("cluster_m", 2)],
+        ),
+        (
+            "ping-pong 128x128 (model 5 stages, CUTLASS 6)",
+            "pp_128x128_c1_4096",
+            "gemm_pingpong_h100",
+            vec![],
+        ),
+    ] {
+        add(
+            "gemm_cutlass",
+            format!("{name}, 4096^3"),
+            "cycles",
+            "cutlass_gemm",
+            v("ncu_gpc__cycles_elapsed.max", param),
+            twin,
+            sets(&own),
+            Metric::Single {
+                per: 1.0,
+                minus: 0.0,
+            },
+        );
     }
     // The scheduler's policy (calibration/sched.cu on an H100): 2 to 4 warps of one partition
     // each issue 512 independent FFMAs after a barrier; the first to finish (the chip's

@@ -11,6 +11,11 @@ const STORED: &[(&str, &str)] = &[
         "core",
         include_str!("../../../calibration/data/h200-core.csv"),
     ),
+    // core.cu's later build on an H100: its broadcast shared-memory loads.
+    (
+        "core_bcast",
+        include_str!("../../../calibration/data/h100-core_bcast.csv"),
+    ),
     (
         "wgmma",
         include_str!("../../../calibration/data/h200-wgmma.csv"),
@@ -64,6 +69,10 @@ const STORED: &[(&str, &str)] = &[
     (
         "cluster2",
         include_str!("../../../calibration/data/h100-cluster2.csv"),
+    ),
+    (
+        "cutlass_gemm",
+        include_str!("../../../calibration/data/h100-cutlass_gemm.csv"),
     ),
     // Nsight Compute's counters of the fourth run's mcast kernels, as rows (ncu_rows.py).
     (

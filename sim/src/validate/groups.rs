@@ -57,7 +57,9 @@ pub(super) const GROUPS: &[Group] = &[
     Group {
         name: "smem_banks",
         bound: Bound::Exact,
-        note: "shared-memory wavefronts per warp-load vs width and lane stride",
+        note: "shared-memory wavefronts per warp-load vs width and lane stride; a broadcast \
+               (every lane the same address) takes 1 wavefront up to 8 bytes and 2 at 16: \
+               16-byte loads go in half-warp phases",
     },
     Group {
         name: "bandwidth",
@@ -582,6 +584,18 @@ pub(super) const GROUPS: &[Group] = &[
                inside BSSY/BSYNC, see tma_thread_loop and divergence), whose cost the model \
                does not carry; multicast itself is no faster than unicast on the chip (+3%) \
                nor in the model",
+    },
+    Group {
+        name: "gemm_cutlass",
+        bound: Bound::None,
+        note: "not modeled: whole kernels, CUTLASS 4.3's persistent GEMMs at 4096^3 on an H100 \
+               (cutlass_gemm.cu, Nsight Compute's cycles). The model's persistent cooperative \
+               kernel is 11% slow (its CTAs fall out of step and share fewer L2 read-outs; \
+               the chip loses nothing to persistence), its 2x1 cluster 5% fast (the chip \
+               gains nothing from the cluster, the model 15%), and its ping-pong 34% slow, \
+               bound by the L2 slices at 3,990 B/cycle where the chip's moved 4,778; the \
+               chip's DRAM reads are 1.5-2x the model's (docs/scenarios.md, Against CUTLASS \
+               on the chip)",
     },
     Group {
         name: "scheduler",

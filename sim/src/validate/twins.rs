@@ -59,6 +59,9 @@ const TWINS: &[(&str, &str, &str, Option<&str>)] = &[
     twin!("l2_share", "scenarios/calibration/l2_share.ron", gpu: "h100-sxm"),
     // An H100's L2 and HBM (h100-cluster2.csv's mcast rows, h100-cluster_mcast_ncu.csv).
     twin!("cluster_h100", "scenarios/calibration/cluster.ron", gpu: "h100-sxm"),
+    // CUTLASS's GEMMs on an H100 (h100-cutlass_gemm.csv).
+    twin!("gemm_h100", "scenarios/gemm.ron", gpu: "h100-sxm"),
+    twin!("gemm_pingpong_h100", "scenarios/gemm_pingpong.ron", gpu: "h100-sxm"),
 ];
 
 /// Why a twin could not run.
