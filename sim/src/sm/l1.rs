@@ -17,7 +17,9 @@
 //! nothing is allocated for a store, and no load of this SM reads stale data. Register spills
 //! have their own model of the L1 (`crate::sm::local`).
 
+use crate::engine::crossing::PENDING;
 use crate::memory::tags::{Replacement, SectorTags, SetIndex};
+use std::collections::HashMap;
 
 /// One SM's L1 data cache for the present kernel.
 #[derive(Clone, Debug)]
@@ -29,6 +31,9 @@ pub(crate) struct L1Cache {
     /// Sectors looked up that were present (or being filled), and that were not.
     pub hits: u64,
     pub misses: u64,
+    /// The ways whose fills are on their way from L2: how many, and the latest of those
+    /// answered and of the data the way had.
+    filling: HashMap<usize, (u32, u64)>,
 }
 
 /// What one line's lookup found.
@@ -51,6 +56,7 @@ impl L1Cache {
             ways,
             hits: 0,
             misses: 0,
+            filling: HashMap::new(),
         }
     }
 
@@ -77,12 +83,36 @@ impl L1Cache {
         }
     }
 
-    /// The missing sectors of a lookup arrive at `at` (the line's data is there once every
-    /// fill it waits for is).
-    pub fn filled(&mut self, l: &LineLookup, at: u64) {
+    /// The missing sectors of a lookup are on their way from L2: until the last fill of its
+    /// way is answered ([`L1Cache::answer_fill`]), the line's data is there at [`PENDING`].
+    pub fn filling(&mut self, l: &LineLookup) {
         if let Some(tags) = &mut self.tags {
-            tags.set_ready(l.slot, at.max(l.ready));
+            let known = if l.ready < PENDING { l.ready } else { 0 };
+            let f = self.filling.entry(l.slot).or_insert((0, 0));
+            *f = (f.0 + 1, f.1.max(known));
+            tags.set_ready(l.slot, PENDING);
         }
+    }
+
+    /// A fill of way `slot` ([`L1Cache::filling`]) is there at `at`; the line's data is there
+    /// once its last fill is.
+    pub fn answer_fill(&mut self, slot: usize, at: u64) {
+        let Some(f) = self.filling.get_mut(&slot) else {
+            return;
+        };
+        *f = (f.0 - 1, f.1.max(at));
+        if f.0 == 0 {
+            let ready = f.1;
+            self.filling.remove(&slot);
+            if let Some(tags) = &mut self.tags {
+                tags.set_ready(slot, ready);
+            }
+        }
+    }
+
+    /// When way `slot`'s data is there.
+    pub fn ready_of(&self, slot: usize) -> u64 {
+        self.tags.as_ref().map_or(0, |t| t.ready_of(slot))
     }
 }
 
