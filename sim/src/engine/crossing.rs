@@ -54,15 +54,21 @@ pub(crate) enum Then {
     /// A global store, acknowledged no sooner than `done`.
     Store { warp: u32, done: u64 },
     /// A global load's result, on scoreboard `sb` or the registers, no sooner than `done` and
-    /// than the L1 lines `waits` (SM, way) it hit while their fills were on their way.
+    /// than the L1 fills `waits` of the lines it hit while they were on their way.
     Load {
         warp: u32,
         sb: Option<u8>,
         done: u64,
-        waits: Vec<(u32, usize)>,
+        waits: Vec<u32>,
     },
-    /// An L1 line's missing sectors (way `slot` of SM `sm`'s L1).
-    L1Fill { sm: u32, slot: usize },
+    /// L1 fill `fill` (`Shard::fills`) of way `slot` of SM `sm`'s L1, whose data was there at
+    /// `before` (or a fill's `PENDING + id`).
+    L1Fill {
+        sm: u32,
+        slot: usize,
+        fill: u32,
+        before: u64,
+    },
     /// A cp.async of warp `warp` in its copy group `group`, done no sooner than `done`.
     CpAsync { warp: u32, group: u64, done: u64 },
     /// A spilled value's access to L2 (a load's value is in the registers `latency` after).
@@ -85,10 +91,64 @@ pub(crate) enum Then {
     },
 }
 
+/// The L1 fills of a shard's loads (`crate::sm::l1`) by id, while a load or a later fill may
+/// ask when one is there: a line whose fill is on its way holds its id, and a load that hits it
+/// waits for the fill's answer.
+#[derive(Default)]
+pub(crate) struct Fills {
+    /// The id of `ready[0]`, and each fill's answer ([`PENDING`] until then).
+    base: u32,
+    ready: std::collections::VecDeque<u64>,
+    /// The first id of each closed batch whose answers have not been delivered, oldest
+    /// first, and of the open batch.
+    firsts: std::collections::VecDeque<u32>,
+    pub(crate) open_first: u32,
+}
+
+impl Fills {
+    /// A new fill on its way; its id.
+    pub fn open(&mut self) -> u32 {
+        self.ready.push_back(PENDING);
+        self.base + self.ready.len() as u32 - 1
+    }
+
+    /// The answer to fill `id`, which must have come.
+    pub fn answer(&self, id: u32) -> u64 {
+        let r = self.ready[(id - self.base) as usize];
+        debug_assert!(r < PENDING, "a fill is answered before what waits for it");
+        r
+    }
+
+    fn answered(&mut self, id: u32, ready: u64) {
+        self.ready[(id - self.base) as usize] = ready;
+    }
+
+    /// A batch closes: the fills from here on are the next one's.
+    pub fn close_batch(&mut self) {
+        self.firsts.push_back(self.open_first);
+        self.open_first = self.base + self.ready.len() as u32;
+    }
+
+    /// The oldest batch's answers were delivered: the batch before it is referred to no more
+    /// (loads and fills of a batch wait only for fills of their own batch and of the one
+    /// before, whose answers came first).
+    fn delivered(&mut self) {
+        if let Some(first) = self.firsts.pop_front() {
+            let drop = (first.saturating_sub(self.base) as usize).min(self.ready.len());
+            self.ready.drain(..drop);
+            self.base += drop as u32;
+        }
+    }
+}
+
 /// Answers each shard's requests of one window (`reqs[shard]`, each shard's in the order it
 /// made them) in the order one clock makes them: by cycle, then by shard (their SMs are in
 /// order), a shard's own in its order. The jitter of each comes from `rng` in that order.
-pub(crate) fn resolve(mem: &mut MemSys, rng: &mut ChaCha8Rng, reqs: &[Vec<MemReq>]) -> Vec<Vec<u64>> {
+pub(crate) fn resolve(
+    mem: &mut MemSys,
+    rng: &mut ChaCha8Rng,
+    reqs: &[Vec<MemReq>],
+) -> Vec<Vec<u64>> {
     let mut out: Vec<Vec<u64>> = reqs.iter().map(|r| Vec::with_capacity(r.len())).collect();
     let mut next = vec![0usize; reqs.len()];
     while let Some(cycle) = reqs
@@ -139,6 +199,21 @@ impl Shard<'_> {
         self.batch.conts.push(Cont { reqs, then });
     }
 
+    /// A load with no request of its own completes `then` once the fills it waits for are
+    /// answered: with the last batch closed when they all are in it (the fills made before this
+    /// window), else with this window's.
+    pub(crate) fn then_after_fills(&mut self, then: Then) {
+        let earlier = match &then {
+            Then::Load { waits, .. } => waits.iter().all(|&f| f < self.fills.open_first),
+            _ => unreachable!("only loads wait for fills"),
+        };
+        let cont = Cont { reqs: 0..0, then };
+        match self.waiting.back_mut() {
+            Some(closed) if earlier => closed.push(cont),
+            _ => self.batch.conts.push(cont),
+        }
+    }
+
     /// Wakes warp `w` at `t` if it stalled on an answer (its wake-up then had no time).
     fn wake_answered(&mut self, w: u32, t: u64) {
         if let Some(warp) = self.warps.get_mut(w) {
@@ -150,6 +225,11 @@ impl Shard<'_> {
 
     /// Applies the answers to a batch's requests, in the order they were made.
     pub(crate) fn deliver(&mut self, conts: Vec<Cont>, answers: &[u64]) {
+        self.deliver_conts(conts, answers);
+        self.fills.delivered();
+    }
+
+    fn deliver_conts(&mut self, conts: Vec<Cont>, answers: &[u64]) {
         for Cont { reqs, then } in conts {
             let back = answers[reqs.start as usize..reqs.end as usize]
                 .iter()
@@ -163,7 +243,9 @@ impl Shard<'_> {
                     let l = self.tma_loads.get_mut(load);
                     l.latest = l.latest.max(ready);
                 }
-                Then::TmaLast { load, at, issued } => self.tma_last_back(load, back.max(at), issued),
+                Then::TmaLast { load, at, issued } => {
+                    self.tma_last_back(load, back.max(at), issued)
+                }
                 Then::TmaStore { warp, group, sent } => {
                     let done = back.max(sent);
                     self.book_horizon(done);
@@ -188,12 +270,8 @@ impl Shard<'_> {
                     waits,
                 } => {
                     let mut done = back.max(done);
-                    for (sm, slot) in waits {
-                        // The fill this line waited for came back no later than this load.
-                        let r = self.sms[sm as usize].l1_cache.ready_of(slot);
-                        if r < PENDING {
-                            done = done.max(r);
-                        }
+                    for fill in waits {
+                        done = done.max(self.fills.answer(fill));
                     }
                     self.book_horizon(done);
                     if let Some(wr) = self.warps.get_mut(warp) {
@@ -201,8 +279,23 @@ impl Shard<'_> {
                     }
                     self.wake_answered(warp, done);
                 }
-                Then::L1Fill { sm, slot } => {
-                    self.sms[sm as usize].l1_cache.answer_fill(slot, back);
+                Then::L1Fill {
+                    sm,
+                    slot,
+                    fill,
+                    before,
+                } => {
+                    // As the line's data was when it was looked up: a fill on its way then
+                    // was answered before this one.
+                    let before = match before.checked_sub(PENDING) {
+                        Some(earlier) => self.fills.answer(earlier as u32),
+                        None => before,
+                    };
+                    let ready = back.max(before);
+                    self.fills.answered(fill, ready);
+                    self.sms[sm as usize]
+                        .l1_cache
+                        .answer_fill(slot, fill, ready);
                 }
                 Then::CpAsync { warp, group, done } => {
                     let done = back.max(done);

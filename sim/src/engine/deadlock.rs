@@ -6,7 +6,8 @@ use crate::observe::warp_state::State;
 impl Engine<'_> {
     /// The live warps of every shard, by id.
     fn live_warps(&self) -> Vec<String> {
-        let mut lines: Vec<(u32, String)> = self.shards.iter().flat_map(Shard::live_warps).collect();
+        let mut lines: Vec<(u32, String)> =
+            self.shards.iter().flat_map(Shard::live_warps).collect();
         lines.sort_by_key(|&(id, _)| id);
         lines.into_iter().map(|(_, l)| l).collect()
     }

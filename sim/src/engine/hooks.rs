@@ -243,7 +243,6 @@ impl Shard<'_> {
             self.close_interval(w, state, since);
         }
     }
-
 }
 
 impl Engine<'_> {

@@ -493,7 +493,11 @@ impl<'a> Engine<'a> {
 
     /// The last cycle in which anything happened.
     fn last_cycle(&self) -> u64 {
-        self.shards.iter().map(|s| s.last).max().unwrap_or(self.start)
+        self.shards
+            .iter()
+            .map(|s| s.last)
+            .max()
+            .unwrap_or(self.start)
     }
 
     fn last_progress(&self) -> u64 {

@@ -5,7 +5,7 @@
 //! to the memory system below the SMs leaves as requests ([`super::crossing`]) whose answers
 //! come back before they can matter, and CTA slots freed and CTAs launched cross at window ends.
 
-use super::crossing::{Cont, MemReq};
+use super::crossing::{Cont, Fills, MemReq};
 use super::event::Event;
 use super::launch::{CtaSched, Launch};
 use super::names::Names;
@@ -131,6 +131,8 @@ pub(crate) struct Shard<'a> {
     pub(crate) batch: Batch,
     pub(crate) waiting: VecDeque<Vec<Cont>>,
     pub(crate) answers: Option<Vec<u64>>,
+    /// Its SMs' L1 fills on their way.
+    pub(crate) fills: Fills,
 }
 
 impl<'a> Shard<'a> {
@@ -204,6 +206,7 @@ impl<'a> Shard<'a> {
             batch: Batch::default(),
             waiting: VecDeque::new(),
             answers: None,
+            fills: Fills::default(),
             cfg,
         }
     }
@@ -298,6 +301,7 @@ impl<'a> Shard<'a> {
     pub(crate) fn close_window(&mut self) -> Vec<MemReq> {
         let batch = std::mem::take(&mut self.batch);
         self.waiting.push_back(batch.conts);
+        self.fills.close_batch();
         batch.reqs
     }
 }

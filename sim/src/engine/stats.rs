@@ -241,7 +241,10 @@ impl Engine<'_> {
         let sms = || shards.iter().flat_map(|s| s.sms.iter());
         let parts = || shards.iter().flat_map(|s| s.parts.iter());
         let pipe_busy = |i: usize| parts().map(|pt| pt.pipes[i].busy()).sum::<u64>();
-        let ports: Vec<_> = shards.iter().flat_map(|s| s.ports.iter().cloned()).collect();
+        let ports: Vec<_> = shards
+            .iter()
+            .flat_map(|s| s.ports.iter().cloned())
+            .collect();
         self.mem.restore_ports(ports);
         let mem = self.mem.stats();
         let units = UnitBusy {
@@ -294,9 +297,7 @@ impl Engine<'_> {
                 .sum(),
             events: shards.iter().map(|s| s.q.pushed()).sum(),
             mem,
-            l1_sectors: sms()
-                .map(|sm| sm.l1_cache.hits + sm.l1_cache.misses)
-                .sum(),
+            l1_sectors: sms().map(|sm| sm.l1_cache.hits + sm.l1_cache.misses).sum(),
             l1_hits: sms().map(|sm| sm.l1_cache.hits).sum(),
             occupancy: self.occ,
         };

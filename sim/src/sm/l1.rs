@@ -19,7 +19,6 @@
 
 use crate::engine::crossing::PENDING;
 use crate::memory::tags::{Replacement, SectorTags, SetIndex};
-use std::collections::HashMap;
 
 /// One SM's L1 data cache for the present kernel.
 #[derive(Clone, Debug)]
@@ -31,9 +30,6 @@ pub(crate) struct L1Cache {
     /// Sectors looked up that were present (or being filled), and that were not.
     pub hits: u64,
     pub misses: u64,
-    /// The ways whose fills are on their way from L2: how many, and the latest of those
-    /// answered and of the data the way had.
-    filling: HashMap<usize, (u32, u64)>,
 }
 
 /// What one line's lookup found.
@@ -56,7 +52,6 @@ impl L1Cache {
             ways,
             hits: 0,
             misses: 0,
-            filling: HashMap::new(),
         }
     }
 
@@ -83,36 +78,23 @@ impl L1Cache {
         }
     }
 
-    /// The missing sectors of a lookup are on their way from L2: until the last fill of its
-    /// way is answered ([`L1Cache::answer_fill`]), the line's data is there at [`PENDING`].
-    pub fn filling(&mut self, l: &LineLookup) {
+    /// The missing sectors of a lookup are on their way from L2 as fill `fill` (an id of its
+    /// shard's, `Shard::fills`): until it is answered, the way's data is there at
+    /// `PENDING + fill`.
+    pub fn filling(&mut self, l: &LineLookup, fill: u32) {
         if let Some(tags) = &mut self.tags {
-            let known = if l.ready < PENDING { l.ready } else { 0 };
-            let f = self.filling.entry(l.slot).or_insert((0, 0));
-            *f = (f.0 + 1, f.1.max(known));
-            tags.set_ready(l.slot, PENDING);
+            tags.set_ready(l.slot, PENDING + u64::from(fill));
         }
     }
 
-    /// A fill of way `slot` ([`L1Cache::filling`]) is there at `at`; the line's data is there
-    /// once its last fill is.
-    pub fn answer_fill(&mut self, slot: usize, at: u64) {
-        let Some(f) = self.filling.get_mut(&slot) else {
-            return;
-        };
-        *f = (f.0 - 1, f.1.max(at));
-        if f.0 == 0 {
-            let ready = f.1;
-            self.filling.remove(&slot);
-            if let Some(tags) = &mut self.tags {
-                tags.set_ready(slot, ready);
+    /// Fill `fill` of way `slot` ([`L1Cache::filling`]) is there at `at`, and so the way's
+    /// data, unless a later fill of the way is on its way (that one waits for this one too).
+    pub fn answer_fill(&mut self, slot: usize, fill: u32, at: u64) {
+        if let Some(tags) = &mut self.tags {
+            if tags.ready_of(slot) == PENDING + u64::from(fill) {
+                tags.set_ready(slot, at);
             }
         }
-    }
-
-    /// When way `slot`'s data is there.
-    pub fn ready_of(&self, slot: usize) -> u64 {
-        self.tags.as_ref().map_or(0, |t| t.ready_of(slot))
     }
 }
 
@@ -143,6 +125,12 @@ mod tests {
         assert_eq!(runs(0).count(), 0);
     }
 
+    /// The missing sectors of lookup `l` come as fill `id`, answered at `at`.
+    fn fill(l1: &mut L1Cache, l: &LineLookup, id: u32, at: u64) {
+        l1.filling(l, id);
+        l1.answer_fill(l.slot, id, at.max(l.ready));
+    }
+
     /// Reads `lines` whole lines (4 sectors) in order, `passes` times, each fill arriving at
     /// once; returns the hit rate of the last pass.
     fn passes(l1: &mut L1Cache, lines: u64, passes: u32) -> f64 {
@@ -151,7 +139,7 @@ mod tests {
             before = (l1.hits, l1.misses);
             for line in 0..lines {
                 let l = l1.lookup(line, 0b1111);
-                l1.filled(&l, 0);
+                fill(l1, &l, 0, 0);
             }
         }
         let hits = (l1.hits - before.0) as f64;
@@ -183,13 +171,16 @@ mod tests {
         // One word of sector 2: only that sector comes in.
         let a = l1.lookup(5, 0b0100);
         assert_eq!(a.missing, 0b0100);
-        l1.filled(&a, 500);
+        // While the fill is on its way, a lookup sees its id; once answered, its time.
+        l1.filling(&a, 7);
+        assert_eq!(l1.lookup(5, 0b0100).ready, PENDING + 7);
+        l1.answer_fill(a.slot, 7, 500);
         // The whole line: sector 2 hits (its fill arrives at 500), the other three miss.
         let b = l1.lookup(5, 0b1111);
         assert_eq!((b.missing, b.ready, b.slot), (0b1011, 500, a.slot));
-        l1.filled(&b, 300);
+        fill(&mut l1, &b, 8, 300);
         assert_eq!(l1.lookup(5, 0b0001).ready, 500);
-        assert_eq!((l1.hits, l1.misses), (2, 4));
+        assert_eq!((l1.hits, l1.misses), (3, 4));
     }
 
     #[test]

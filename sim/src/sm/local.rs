@@ -18,9 +18,9 @@
 //! back, plus the latency), a write for a store. Measured on the H200: calibration/spill.cu
 //! (h200-spill.csv), `sim validate` group `spill`.
 
+use crate::engine::crossing::Then;
 use crate::engine::error::Fault;
 use crate::engine::schedule::{Outcome, Pending};
-use crate::engine::crossing::Then;
 use crate::engine::Shard;
 use crate::observe::warp_state::State;
 use isa::expr::Code;

@@ -133,18 +133,20 @@ impl Shard<'_> {
             self.book_horizon(done);
             self.warps[w as usize].load_result(sb, done, State::LongScoreboard);
         } else {
-            // A load that only hit lines still filling has no request of its own: its
-            // continuation comes after those of the fills it waits for.
             self.warps[w as usize].load_pending(sb);
-            self.then(
-                from,
-                Then::Load {
-                    warp: w,
-                    sb,
-                    done,
-                    waits,
-                },
-            );
+            let then = Then::Load {
+                warp: w,
+                sb,
+                done,
+                waits,
+            };
+            if self.next_request() == from {
+                // It only hit lines still filling: its continuation comes after the fills it
+                // waits for, with the batch of the latest.
+                self.then_after_fills(then);
+            } else {
+                self.then(from, then);
+            }
         }
         Ok(())
     }
@@ -165,9 +167,9 @@ impl Shard<'_> {
     /// A load of `sectors` through the SM's L1 data cache: a load that hits all its lines
     /// holds the tag stage `l1.hit_cycles` at least, one that misses any `l1.access_cycles`;
     /// each run of a line's missing sectors is one L2 request, and only they cross the port.
-    /// Returns when the load is done as far as is known now, and the L1 ways it hit whose
-    /// fills are still on their way.
-    fn cached_load(&mut self, sm: u32, sectors: &[u64]) -> (u64, Vec<(u32, usize)>) {
+    /// Returns when the load is done as far as is known now, and the fills still on their way
+    /// of the lines it hit.
+    fn cached_load(&mut self, sm: u32, sectors: &[u64]) -> (u64, Vec<u32>) {
         let (sector, line_bytes) = (self.p.memory.sector_bytes, self.p.memory.l2.line_bytes);
         let cache = &mut self.sms[sm as usize].l1_cache;
         let found: Vec<(u64, u8, LineLookup)> = line_sectors(sectors, sector, line_bytes)
@@ -194,10 +196,10 @@ impl Shard<'_> {
         for (line, touched, l) in found {
             if touched & !l.missing != 0 {
                 done = done.max(tagged + hit_latency);
-                if l.ready >= PENDING {
-                    waits.push((sm, l.slot));
-                } else {
-                    done = done.max(l.ready);
+                match l.ready.checked_sub(PENDING) {
+                    // The line's fill is on its way: the load waits for its answer.
+                    Some(fill) => waits.push(fill as u32),
+                    None => done = done.max(l.ready),
                 }
             }
             if l.missing != 0 {
@@ -207,8 +209,17 @@ impl Shard<'_> {
                     let bytes = u64::from(count) * sector;
                     self.request(sm, start, at, bytes, false);
                 }
-                self.sms[sm as usize].l1_cache.filling(&l);
-                self.then(from, Then::L1Fill { sm, slot: l.slot });
+                let fill = self.fills.open();
+                self.sms[sm as usize].l1_cache.filling(&l, fill);
+                self.then(
+                    from,
+                    Then::L1Fill {
+                        sm,
+                        slot: l.slot,
+                        fill,
+                        before: l.ready,
+                    },
+                );
             }
         }
         (done, waits)

@@ -14,10 +14,10 @@
 //! the shared-memory port (unmeasured), then writes its spans, its bytes leaving no faster
 //! than `tma.store_bytes_per_cycle` (measured: 32 B/cycle an SM, from 1 to 32 issuing warps).
 
+use crate::engine::crossing::Then;
 use crate::engine::error::Fault;
 use crate::engine::event::Event;
 use crate::engine::hooks::Hook;
-use crate::engine::crossing::Then;
 use crate::engine::server::fp_per_byte;
 use crate::engine::Shard;
 use crate::gpu::preset::Tma;
