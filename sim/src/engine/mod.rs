@@ -344,7 +344,9 @@ impl<'a> Engine<'a> {
             }
         }
         for sh in &mut self.shards {
+            sh.tracer = self.tracer.take();
             sh.launch_placed();
+            self.tracer = sh.tracer.take();
         }
         let (mut from, mut windows) = (self.start, 0u64);
         let mut answering: Option<Vec<Vec<MemReq>>> = None;
