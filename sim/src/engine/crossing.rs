@@ -143,13 +143,15 @@ impl Fills {
 
 /// Answers each shard's requests of one window (`reqs[shard]`, each shard's in the order it
 /// made them) in the order one clock makes them: by cycle, then by shard (their SMs are in
-/// order), a shard's own in its order. The jitter of each comes from `rng` in that order.
+/// order), a shard's own in its order, into `out[shard]` (empty, kept from an earlier window:
+/// a window's thousands of answers allocate nothing). The jitter of each comes from `rng` in
+/// that order.
 pub(crate) fn resolve(
     mem: &mut MemSys,
     rng: &mut ChaCha8Rng,
     reqs: &[Vec<MemReq>],
-) -> Vec<Vec<u64>> {
-    let mut out: Vec<Vec<u64>> = reqs.iter().map(|r| Vec::with_capacity(r.len())).collect();
+    out: &mut [Vec<u64>],
+) {
     let mut next = vec![0usize; reqs.len()];
     while let Some(cycle) = reqs
         .iter()
@@ -158,7 +160,7 @@ pub(crate) fn resolve(
         .map(|q| q.cycle)
         .min()
     {
-        for ((r, i), answers) in reqs.iter().zip(&mut next).zip(&mut out) {
+        for ((r, i), answers) in reqs.iter().zip(&mut next).zip(out.iter_mut()) {
             while let Some(q) = r.get(*i).filter(|q| q.cycle == cycle) {
                 // The next request's L2 tags start on their way into the host's cache while
                 // this one is booked: each lookup would otherwise wait for them (a quarter of
@@ -171,7 +173,6 @@ pub(crate) fn resolve(
             }
         }
     }
-    out
 }
 
 impl Shard<'_> {
@@ -223,14 +224,18 @@ impl Shard<'_> {
         }
     }
 
-    /// Applies the answers to a batch's requests, in the order they were made.
-    pub(crate) fn deliver(&mut self, conts: Vec<Cont>, answers: &[u64]) {
-        self.deliver_conts(conts, answers);
+    /// Applies the answers to a batch's requests, in the order they were made; the emptied
+    /// vectors are kept for later windows.
+    pub(crate) fn deliver(&mut self, mut conts: Vec<Cont>, mut answers: Vec<u64>) {
+        self.deliver_conts(&mut conts, &answers);
         self.fills.delivered();
+        answers.clear();
+        self.spare.answers = answers;
+        self.spare.conts = conts;
     }
 
-    fn deliver_conts(&mut self, conts: Vec<Cont>, answers: &[u64]) {
-        for Cont { reqs, then } in conts {
+    fn deliver_conts(&mut self, conts: &mut Vec<Cont>, answers: &[u64]) {
+        for Cont { reqs, then } in conts.drain(..) {
             let back = answers[reqs.start as usize..reqs.end as usize]
                 .iter()
                 .copied()

@@ -352,9 +352,12 @@ impl<'a> Engine<'a> {
         let mut answering: Option<Vec<Vec<MemReq>>> = None;
         loop {
             let end = from + self.window;
-            let answers = self.step(from, end, answering.take());
-            for (sh, a) in self.shards.iter_mut().zip(answers) {
-                sh.answers = Some(a);
+            if let Some((requests, answers)) = self.step(from, end, answering.take()) {
+                for ((sh, mut r), a) in self.shards.iter_mut().zip(requests).zip(answers) {
+                    sh.answers = Some(a);
+                    r.clear();
+                    sh.spare.reqs = r;
+                }
             }
             answering = Some(self.shards.iter_mut().map(Shard::close_window).collect());
             // The first error by cycle (then by shard) stops the run.
@@ -436,14 +439,29 @@ impl<'a> Engine<'a> {
     }
 
     /// Every shard works through cycles `from..end` while the memory system answers
-    /// `requests` (the window before's, by shard); returns the answers, by shard. With a
-    /// trace the shards take turns, in order (the trace is one stream); with more than one
-    /// thread they run in parallel, beside the memory system.
-    fn step(&mut self, from: u64, end: u64, requests: Option<Vec<Vec<MemReq>>>) -> Vec<Vec<u64>> {
-        let (mem, rng) = (&mut self.mem, &mut self.rng);
-        let answer = move || match requests {
-            Some(r) => crossing::resolve(mem, rng, &r),
+    /// `requests` (the window before's, by shard); returns them with their answers, by shard.
+    /// With a trace the shards take turns, in order (the trace is one stream); with more than
+    /// one thread they run in parallel, beside the memory system.
+    #[allow(clippy::type_complexity)]
+    fn step(
+        &mut self,
+        from: u64,
+        end: u64,
+        requests: Option<Vec<Vec<MemReq>>>,
+    ) -> Option<(Vec<Vec<MemReq>>, Vec<Vec<u64>>)> {
+        let mut out: Vec<Vec<u64>> = match requests {
+            Some(_) => self
+                .shards
+                .iter_mut()
+                .map(|s| std::mem::take(&mut s.spare.answers))
+                .collect(),
             None => Vec::new(),
+        };
+        let (mem, rng) = (&mut self.mem, &mut self.rng);
+        let answer = move || {
+            let requests = requests?;
+            crossing::resolve(mem, rng, &requests, &mut out);
+            Some((requests, out))
         };
         let shards = &mut self.shards;
         if self.tracer.is_some() || self.cfg.threads <= 1 || shards.len() == 1 {

@@ -64,6 +64,15 @@ pub(crate) struct Batch {
     pub conts: Vec<Cont>,
 }
 
+/// Emptied vectors of earlier windows, for the next: a window's requests, continuations and
+/// answers are thousands each, and allocating them anew every window cost a few percent.
+#[derive(Default)]
+pub(crate) struct Spare {
+    pub reqs: Vec<MemReq>,
+    pub conts: Vec<Cont>,
+    pub answers: Vec<u64>,
+}
+
 pub(crate) struct Shard<'a> {
     pub(crate) k: &'a Kernel,
     pub(crate) p: &'a Preset,
@@ -133,6 +142,7 @@ pub(crate) struct Shard<'a> {
     pub(crate) answers: Option<Vec<u64>>,
     /// Its SMs' L1 fills on their way.
     pub(crate) fills: Fills,
+    pub(crate) spare: Spare,
 }
 
 impl<'a> Shard<'a> {
@@ -207,6 +217,7 @@ impl<'a> Shard<'a> {
             waiting: VecDeque::new(),
             answers: None,
             fills: Fills::default(),
+            spare: Spare::default(),
             cfg,
         }
     }
@@ -248,7 +259,7 @@ impl<'a> Shard<'a> {
                 .waiting
                 .pop_front()
                 .expect("answers come for a batch that waits");
-            self.deliver(conts, &answers);
+            self.deliver(conts, answers);
         }
         let base = self.parts.range().start;
         while self.now < end {
@@ -299,9 +310,10 @@ impl<'a> Shard<'a> {
     /// The window is over: its requests go to the memory system, its continuations wait for
     /// the answers.
     pub(crate) fn close_window(&mut self) -> Vec<MemReq> {
-        let batch = std::mem::take(&mut self.batch);
-        self.waiting.push_back(batch.conts);
+        let reqs = std::mem::replace(&mut self.batch.reqs, std::mem::take(&mut self.spare.reqs));
+        let conts = std::mem::replace(&mut self.batch.conts, std::mem::take(&mut self.spare.conts));
+        self.waiting.push_back(conts);
         self.fills.close_batch();
-        batch.reqs
+        reqs
     }
 }
