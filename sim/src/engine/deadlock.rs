@@ -53,7 +53,7 @@ impl Engine<'_> {
             ));
         }
         SimError::Livelock {
-            cycle: self.last_cycle(),
+            cycle: self.stopped_at.unwrap_or_else(|| self.last_cycle()),
             since: self.last_progress(),
             warps,
             spinning,

@@ -258,19 +258,21 @@ impl Engine<'_> {
     /// cumulative figures are kept from going back (a new booking far ahead enlarges what is
     /// subtracted), so no sample is negative; the last sample counts all the work booked to end
     /// by the run's last cycle (write-backs still queued after it are not drawn).
-    pub(crate) fn sample(&mut self, last: bool) {
+    ///
+    /// The engine samples at window ends, up to `until`: the start of the oldest window whose
+    /// requests are not all answered and delivered (what they book is known only then).
+    pub(crate) fn sample(&mut self, last: bool, until: u64) {
         let Some(t) = &self.tracer else {
             return;
         };
         let every = t.level().sample_every();
-        // Sampled at window ends: the shards have all worked through the window.
         let now = self.stopped_at.unwrap_or_else(|| self.last_cycle());
         let at = if last {
             now.max(self.horizon())
         } else {
-            now / every * every
+            now.min(until) / every * every
         };
-        if at <= self.sampled_at || (!last && now < self.sampled_at + every) {
+        if at <= self.sampled_at || (!last && now.min(until) < self.sampled_at + every) {
             return;
         }
         let span = (at - self.sampled_at) as f64;

@@ -306,7 +306,7 @@ impl<'a> Engine<'a> {
                 self.tracer = s.tracer.take();
             }
         }
-        self.sample(true);
+        self.sample(true, u64::MAX);
         let tracer = self.tracer.take();
         let stopped = result.is_err();
         let (stats, mem) = self.finish(stopped);
@@ -349,6 +349,7 @@ impl<'a> Engine<'a> {
             self.tracer = sh.tracer.take();
         }
         let (mut from, mut windows) = (self.start, 0u64);
+        let mut before = self.start;
         let mut answering: Option<Vec<Vec<MemReq>>> = None;
         loop {
             let end = from + self.window;
@@ -372,7 +373,9 @@ impl<'a> Engine<'a> {
                 self.freed.append(&mut sh.freed);
             }
             self.freed.sort_unstable();
-            self.sample(false);
+            // The requests of this window and the one before are not delivered yet.
+            self.sample(false, before);
+            before = from;
             windows += 1;
             if let Some(limit) = self.cfg.max_wall {
                 if started.elapsed() > limit {
@@ -389,8 +392,8 @@ impl<'a> Engine<'a> {
                     (p.0)(end, self.retired(), self.k.grid);
                 }
             }
-            let last = self.last_cycle();
-            if last.saturating_sub(self.last_progress()) > self.cfg.livelock_cycles {
+            if let Some(at) = self.livelock_at() {
+                self.stopped_at = Some(at);
                 return Err(self.livelock());
             }
             // Answers on their way keep the windows consecutive: each is due no earlier than
@@ -498,6 +501,30 @@ impl<'a> Engine<'a> {
                 self.shards[i].push_launch(t, l);
             }
         }
+    }
+
+    /// The first cycle a shard went on to without progress on the GPU for longer than the
+    /// limit: a livelock, unless another shard made progress in the window (then it may have
+    /// been before that cycle: the next window tells).
+    fn livelock_at(&mut self) -> Option<u64> {
+        let limit = self.cfg.livelock_cycles;
+        let progress: Vec<u64> = self.shards.iter().map(|s| s.last_progress).collect();
+        let found = (0..self.shards.len())
+            .filter_map(|i| Some((self.shards[i].livelock_at?, i)))
+            .filter(|&(at, i)| {
+                progress
+                    .iter()
+                    .enumerate()
+                    .all(|(j, &p)| j == i || at - p > limit)
+            })
+            .min()
+            .map(|(at, _)| at);
+        let gpu = progress.iter().copied().max().unwrap_or(self.start);
+        for s in &mut self.shards {
+            s.livelock_at = None;
+            s.gpu_progress = gpu;
+        }
+        found
     }
 
     fn retired(&self) -> u32 {

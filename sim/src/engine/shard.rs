@@ -99,8 +99,12 @@ pub(crate) struct Shard<'a> {
     /// [`super::stats::MAX_WARP_RESULTS`] warps' own (by GPU-wide id).
     pub(crate) role_totals: Vec<RoleTotals>,
     pub(crate) warp_results: Vec<(u32, WarpResult)>,
-    /// The last cycle the shard made progress (see [`Config::livelock_cycles`]).
+    /// The last cycle the shard made progress (see [`Config::livelock_cycles`]), the last the
+    /// GPU made progress as of the window's start, and the first cycle this shard went on to
+    /// without progress for longer than the limit (the engine decides at the window's end).
     pub(crate) last_progress: u64,
+    pub(crate) gpu_progress: u64,
+    pub(crate) livelock_at: Option<u64>,
     pub(crate) names: Names,
     /// Addresses: tensors laid out one after another, 4 KiB aligned.
     pub(crate) tensor_base: Vec<u64>,
@@ -188,6 +192,8 @@ impl<'a> Shard<'a> {
             role_totals: vec![RoleTotals::new(k.mbarriers.len()); k.roles.len()],
             warp_results: Vec::new(),
             last_progress: start,
+            gpu_progress: start,
+            livelock_at: None,
             tensor_base,
             horizon: start,
             mma_flops: 0,
@@ -269,6 +275,15 @@ impl<'a> Shard<'a> {
                 });
                 return;
             }
+            // A cycle with work this long after the last progress on the GPU (the next
+            // window's end tells whether another shard made progress since).
+            let since = self.last_progress.max(self.gpu_progress);
+            if self.now.saturating_sub(since) > self.cfg.livelock_cycles
+                && self.livelock_at.is_none()
+                && self.next_work().is_some_and(|t| t <= self.now)
+            {
+                self.livelock_at = Some(self.now);
+            }
             let mut worked = false;
             while let Some((_, ev)) = self.q.pop_due(self.now) {
                 self.handle(ev);
@@ -294,16 +309,14 @@ impl<'a> Shard<'a> {
             if self.error.is_some() {
                 return;
             }
-            if self.active.iter().any(|&w| w != 0) {
-                self.now += 1;
+            // Events booked during this cycle's ticks take effect at the next cycle at the
+            // earliest, so no partition ticks twice in one cycle.
+            let next = if self.active.iter().any(|&w| w != 0) {
+                Some(self.now + 1)
             } else {
-                // Events booked during this cycle's ticks take effect at the next cycle at the
-                // earliest, so no partition ticks twice in one cycle.
-                self.now = match self.q.peek_cycle() {
-                    Some(t) => t.max(self.now + 1).min(end),
-                    None => end,
-                };
-            }
+                self.q.peek_cycle().map(|t| t.max(self.now + 1))
+            };
+            self.now = next.map_or(end, |t| t.min(end));
         }
     }
 

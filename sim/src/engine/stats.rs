@@ -234,7 +234,9 @@ impl Engine<'_> {
         // stopped by an error has worked through cycle `now` itself: without it, what issued
         // in that cycle would count over one cycle too few (a 4-cycle run issuing in all four
         // reported 125% of its issue slots).
-        let now = self.stopped_at.unwrap_or_else(|| self.last_cycle());
+        // A run stopped by an error in one shard counts what the others did in that window too.
+        let last = self.last_cycle();
+        let now = self.stopped_at.map_or(last, |s| s.max(last));
         let end = (now + u64::from(stopped)).max(self.horizon());
         let p = self.p;
         let shards = std::mem::take(&mut self.shards);

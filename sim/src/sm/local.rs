@@ -221,6 +221,7 @@ impl Shard<'_> {
         let s = &mut self.sms[sm as usize];
         if miss {
             let through = s.local_miss.book(done, VALUE_BYTES);
+            self.book_horizon(through);
             let from = self.next_request();
             if store {
                 self.request(sm, through, addr, VALUE_BYTES, true);

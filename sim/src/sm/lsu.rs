@@ -97,8 +97,10 @@ impl Shard<'_> {
         for (a, n) in requests {
             self.request(sm, sent, a, n, true);
         }
+        // What is known now counts at once: a run stopped before the answers still covers
+        // the port's booking.
+        self.book_horizon(done);
         if self.next_request() == from {
-            self.book_horizon(done);
             let warp = &mut self.warps[w as usize];
             warp.stores_done = warp.stores_done.max(done);
         } else {
@@ -129,8 +131,8 @@ impl Shard<'_> {
         } else {
             (self.uncached_load(sm, &sectors), Vec::new())
         };
+        self.book_horizon(done);
         if self.next_request() == from && waits.is_empty() {
-            self.book_horizon(done);
             self.warps[w as usize].load_result(sb, done, State::LongScoreboard);
         } else {
             self.warps[w as usize].load_pending(sb);
@@ -256,8 +258,8 @@ impl Shard<'_> {
         let wf = wavefronts(&to, width, self.p.smem.banks, self.p.smem.bank_bytes);
         let (_, written) = self.sms[sm as usize].port.book(now, wf as u64);
         let done = back.max(written);
+        self.book_horizon(done);
         if self.next_request() == from {
-            self.book_horizon(done);
             self.warps[w as usize].copies.add(done);
         } else {
             let group = self.warps[w as usize].copies.add_pending();

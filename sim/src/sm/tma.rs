@@ -349,8 +349,8 @@ impl Shard<'_> {
         for (addr, len) in spans {
             self.request(sm, sent, addr, len, true);
         }
+        self.book_horizon(sent);
         if self.next_request() == from {
-            self.book_horizon(sent);
             self.warps[w as usize].stores.add(sent);
         } else {
             let group = self.warps[w as usize].stores.add_pending();
