@@ -24,6 +24,7 @@ mod sanitizer;
 mod sequence;
 mod spill;
 mod sweep;
+mod threads;
 mod traces;
 mod triton_gemm;
 mod validate;

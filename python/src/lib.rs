@@ -192,6 +192,7 @@ fn run(r: RunRequest) -> Result<String, String> {
             max_bytes: DEFAULT_TRACE_MAX_MB << 20,
         }),
         progress: None,
+        threads: 1,
     };
     let traced = opts.trace.is_some();
     let ran = run::run_scenario(&r.scenario, &opts).map_err(|e| e.to_string())?;

@@ -35,6 +35,8 @@ pub struct RunOptions {
     pub trace: Option<TraceOptions>,
     /// Called now and then with (cycle, CTAs retired, CTAs in the grid).
     pub progress: Option<Progress>,
+    /// Threads that simulate the run (`Config::threads`; the answers do not depend on it).
+    pub threads: usize,
 }
 
 /// SMs whose warps a whole-GPU run traces by default.
@@ -63,6 +65,7 @@ impl Default for RunOptions {
             check: true,
             trace: None,
             progress: None,
+            threads: 1,
         }
     }
 }
@@ -249,6 +252,7 @@ pub(crate) fn config(preset: &Preset, opts: &RunOptions) -> Result<Config, RunEr
         check: opts.check,
         livelock_cycles: opts.livelock_cycles,
         max_wall: opts.max_wall,
+        threads: opts.threads,
     })
 }
 

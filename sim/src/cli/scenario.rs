@@ -28,6 +28,10 @@ pub struct ScenarioArgs {
     /// Skip the sanitizer's hazard checks.
     #[arg(long)]
     pub no_check: bool,
+    /// Threads that simulate the run (default: one per core); the output does not depend on
+    /// them.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub threads: Option<u64>,
 }
 
 impl ScenarioArgs {
@@ -44,6 +48,7 @@ impl ScenarioArgs {
             check: !self.no_check,
             trace: None,
             progress: None,
+            threads: super::sweep::jobs(self.threads),
         }
     }
 }

@@ -1,20 +1,28 @@
 //! The deadlock and livelock reports: every live warp and what it waits for or spins on.
 
-use super::{Engine, SimError};
+use super::{Engine, Shard, SimError};
 use crate::observe::warp_state::State;
 
 impl Engine<'_> {
+    /// The live warps of every shard, by id.
+    fn live_warps(&self) -> Vec<String> {
+        let mut lines: Vec<(u32, String)> =
+            self.shards.iter().flat_map(Shard::live_warps).collect();
+        lines.sort_by_key(|&(id, _)| id);
+        lines.into_iter().map(|(_, l)| l).collect()
+    }
+
     pub(crate) fn deadlock(&self) -> SimError {
         let mut blocked = self.live_warps();
         let warps = blocked.len();
-        if self.next_block < self.k.grid {
+        if self.next_block() < self.k.grid {
             blocked.push(format!(
                 "  {} CTAs never launched",
-                self.k.grid - self.next_block
+                self.k.grid - self.next_block()
             ));
         }
         SimError::Deadlock {
-            cycle: self.now,
+            cycle: self.last_cycle(),
             warps,
             blocked,
         }
@@ -25,33 +33,37 @@ impl Engine<'_> {
     pub(crate) fn livelock(&self) -> SimError {
         let mut spinning = self.live_warps();
         let warps = spinning.len();
-        // Arrays can be long: the first counters, then how many more.
+        // Arrays can be long: the first counters, then how many more (a kernel with counters
+        // runs as one shard).
         const SHOWN: usize = 16;
-        for ((name, _), value) in self.k.counters.iter().zip(&self.counters).take(SHOWN) {
+        let counters = &self.shards[0].counters;
+        for ((name, _), value) in self.k.counters.iter().zip(counters).take(SHOWN) {
             spinning.push(format!("  atomic counter {name} = {value}"));
         }
-        if self.counters.len() > SHOWN {
+        if counters.len() > SHOWN {
             spinning.push(format!(
                 "  and {} more atomic counters",
-                self.counters.len() - SHOWN
+                counters.len() - SHOWN
             ));
         }
-        if self.next_block < self.k.grid {
+        if self.next_block() < self.k.grid {
             spinning.push(format!(
                 "  {} CTAs not launched yet",
-                self.k.grid - self.next_block
+                self.k.grid - self.next_block()
             ));
         }
         SimError::Livelock {
-            cycle: self.now,
-            since: self.last_progress,
+            cycle: self.stopped_at.unwrap_or_else(|| self.last_cycle()),
+            since: self.last_progress(),
             warps,
             spinning,
         }
     }
+}
 
+impl Shard<'_> {
     /// One line per live warp: its CTA, name, instruction and what it waits for.
-    fn live_warps(&self) -> Vec<String> {
+    fn live_warps(&self) -> Vec<(u32, String)> {
         let mut blocked = Vec::new();
         for (id, w) in self.warps.iter() {
             if w.acct.exited().is_some() {
@@ -134,10 +146,13 @@ impl Engine<'_> {
                 1 => String::new(),
                 _ => format!(" (cluster rank {})", cta.rank),
             };
-            blocked.push(format!(
-                "  CTA {}{rank} warp {} at {path}: {why}",
-                cta.block,
-                self.warp_name(w)
+            blocked.push((
+                id,
+                format!(
+                    "  CTA {}{rank} warp {} at {path}: {why}",
+                    cta.block,
+                    self.warp_name(w)
+                ),
             ));
         }
         blocked

@@ -5,7 +5,7 @@
 //! are applied, and the trace writer ([`crate::observe::trace`]) gets its events, flows, state
 //! intervals and counter samples from here. Observers never change timing.
 
-use super::Engine;
+use super::{Engine, Shard};
 use crate::observe::sanitizer::Finding;
 use crate::observe::trace::{self, Lane};
 use crate::observe::warp_state::State;
@@ -88,7 +88,7 @@ pub enum Hook {
     CtaRetired { cta: u32 },
 }
 
-impl Engine<'_> {
+impl Shard<'_> {
     /// Hands an event to the observers; a sanitizer finding stops the instruction that caused it.
     pub(crate) fn emit(&mut self, hook: Hook) -> Result<(), Finding> {
         if let Some(s) = &mut self.sanitizer {
@@ -243,7 +243,9 @@ impl Engine<'_> {
             self.close_interval(w, state, since);
         }
     }
+}
 
+impl Engine<'_> {
     /// Writes unit busy fractions per SM and GPU-wide bandwidths for each elapsed sample window
     /// (`last`: also the partial window at the end).
     ///
@@ -256,31 +258,39 @@ impl Engine<'_> {
     /// cumulative figures are kept from going back (a new booking far ahead enlarges what is
     /// subtracted), so no sample is negative; the last sample counts all the work booked to end
     /// by the run's last cycle (write-backs still queued after it are not drawn).
-    pub(crate) fn sample(&mut self, last: bool) {
+    ///
+    /// The engine samples at window ends, up to `until`: the start of the oldest window whose
+    /// requests are not all answered and delivered (what they book is known only then).
+    pub(crate) fn sample(&mut self, last: bool, until: u64) {
         let Some(t) = &self.tracer else {
             return;
         };
         let every = t.level().sample_every();
+        let now = self.stopped_at.unwrap_or_else(|| self.last_cycle());
         let at = if last {
-            self.now.max(self.horizon)
+            now.max(self.horizon())
         } else {
-            self.now / every * every
+            now.min(until) / every * every
         };
-        if at <= self.sampled_at || (!last && self.now < self.sampled_at + every) {
+        if at <= self.sampled_at || (!last && now.min(until) < self.sampled_at + every) {
             return;
         }
         let span = (at - self.sampled_at) as f64;
         let parts = self.p.sm.partitions as usize;
         let mut rows = Vec::new();
-        for (i, sm) in self.sms.iter().enumerate() {
-            let pp = &self.parts[i * parts..(i + 1) * parts];
+        for (sh, (i, sm)) in self
+            .shards
+            .iter()
+            .flat_map(|sh| sh.sms.range().zip(sh.sms.iter()).map(move |x| (sh, x)))
+        {
+            let pp: Vec<_> = (i * parts..(i + 1) * parts).map(|p| &sh.parts[p]).collect();
             let tma_ahead = sm.tma_covered_until.saturating_sub(at).min(sm.tma_busy);
             let now = [
                 sm.tensor.busy_by(at) as f64,
                 sm.port.busy_by(at) as f64,
                 pp.iter().map(|p| p.pipes[2].busy_by(at)).sum::<u64>() as f64 / parts as f64,
                 (sm.tma_busy - tma_ahead) as f64,
-                self.mem.port_busy_by(i as u32, at),
+                sh.ports[i].busy_by(at),
                 sm.tma_fill.busy_by(at),
                 sm.tma_store.busy_by(at),
             ];

@@ -5,8 +5,9 @@
 use super::event::Event;
 use super::hooks::Hook;
 use super::state::{Cluster, Cta, Warp, WarpGroup};
-use super::Engine;
-use crate::gpu::cta_scheduler::{least_loaded_sm, place_cluster};
+use super::Shard;
+use crate::gpu::cta_scheduler::{dispatch_order, least_loaded_sm, place_cluster};
+use crate::gpu::preset::Preset;
 use crate::observe::trace::WarpInfo;
 use crate::observe::warp_state::{Accounting, State};
 use crate::sm::async_groups::AsyncGroups;
@@ -16,81 +17,189 @@ use crate::sm::mbarrier::MBarrier;
 use crate::sm::named_barrier::NamedBarrier;
 use crate::sm::regfile::RegPool;
 use isa::divergence::{Lanes, FULL};
-use isa::program::{slot, SCOREBOARDS, WARPS_PER_WARPGROUP};
+use isa::program::{slot, Kernel, SCOREBOARDS, WARPS_PER_WARPGROUP};
 use std::collections::VecDeque;
 
-impl Engine<'_> {
-    /// Dispatches CTAs in block-id order, each to the SM with room that holds the fewest (the
-    /// first in `dispatch_order` on a tie: one GPC after another): the first wave spreads over
-    /// all SMs, later CTAs refill as CTAs retire.
-    /// A cluster's CTAs launch together, on one GPC (`place_cluster`).
-    pub(crate) fn launch_ctas(&mut self) {
-        let size = self.k.cluster;
-        while self.next_block < self.k.grid {
-            let resident: Vec<u32> = self.sms.iter().map(|s| s.resident).collect();
-            let sms = if size == 1 {
-                match least_loaded_sm(&resident, &self.dispatch_order, self.occ.ctas) {
-                    Some(sm) => vec![sm],
-                    None => return,
-                }
-            } else {
-                match place_cluster(&resident, &self.gpcs, self.occ.ctas, size) {
-                    Some(sms) => sms,
-                    None => return,
-                }
-            };
-            let cluster = self.clusters.push(Cluster {
-                first_cta: self.ctas.next_id(),
-                size,
-                live_ctas: size,
-                live_warps: size * self.k.warps_per_cta(),
-                barrier: ClusterBarrier::default(),
-            });
-            for (rank, sm) in sms.into_iter().enumerate() {
-                let block = self.next_block;
-                self.next_block += 1;
-                self.sms[sm].resident += 1;
-                self.sms[sm].launched += 1;
-                self.launch_cta(sm as u32, block, cluster, rank as u32);
-            }
+/// The CTA scheduler: which SM each CTA goes to, and the GPU-wide ids of what it launches.
+/// One scheduler places every CTA of a run, in block order; it lives in the shard when one shard
+/// holds every SM, and in the engine otherwise (it decides at window ends).
+pub(crate) struct CtaSched {
+    /// Each SM's CTAs, counting a retired one's slot until it is free again.
+    resident: Vec<u32>,
+    pub next_block: u32,
+    grid: u32,
+    cluster: u32,
+    /// CTAs an SM holds at once.
+    limit: u32,
+    /// The SMs of each GPC, and the order in which the first wave takes the SMs
+    /// (`cta_scheduler::dispatch_order`).
+    gpcs: Vec<u32>,
+    order: Vec<usize>,
+    /// The next ids, and a CTA's warps and warpgroups.
+    next_cta: u32,
+    pub next_warp: u32,
+    next_wg: u32,
+    next_cluster: u32,
+    warps_per_cta: u32,
+    wgs_per_cta: u32,
+}
+
+/// A CTA placed by the scheduler: its block, SM, GPU-wide ids (CTA, first warp and warpgroup:
+/// consecutive from there) and its cluster's id and its rank there.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Launch {
+    pub block: u32,
+    pub sm: u32,
+    pub cta: u32,
+    pub first_warp: u32,
+    pub first_wg: u32,
+    pub cluster: u32,
+    pub rank: u32,
+}
+
+impl CtaSched {
+    pub fn new(k: &Kernel, p: &Preset, limit: u32) -> Self {
+        let gpcs = p.cluster.gpcs(p.sm.count);
+        CtaSched {
+            resident: vec![0; p.sm.count as usize],
+            next_block: 0,
+            grid: k.grid,
+            cluster: k.cluster,
+            limit,
+            order: dispatch_order(&gpcs, &p.cluster.dispatch_gpcs, p.sm.count as usize),
+            gpcs,
+            next_cta: 0,
+            next_warp: 0,
+            next_wg: 0,
+            next_cluster: 0,
+            warps_per_cta: k.warps_per_cta(),
+            wgs_per_cta: k.roles.iter().map(|r| r.warpgroups).sum(),
         }
     }
 
-    fn launch_cta(&mut self, sm: u32, block: u32, cluster: u32, rank: u32) {
+    /// Whether CTAs still wait for a slot.
+    pub fn waiting(&self) -> bool {
+        self.next_block < self.grid
+    }
+
+    /// Places CTAs in block-id order, each on the SM with room that holds the fewest (the
+    /// first in the dispatch order on a tie: one GPC after another), while they fit: the first
+    /// wave spreads over all SMs, later CTAs refill as CTAs retire. A cluster's CTAs go
+    /// together, on one GPC (`place_cluster`).
+    pub fn launch(&mut self) -> Vec<Launch> {
+        let size = self.cluster;
+        let mut out = Vec::new();
+        while self.next_block < self.grid {
+            let sms = if size == 1 {
+                match least_loaded_sm(&self.resident, &self.order, self.limit) {
+                    Some(sm) => vec![sm],
+                    None => break,
+                }
+            } else {
+                match place_cluster(&self.resident, &self.gpcs, self.limit, size) {
+                    Some(sms) => sms,
+                    None => break,
+                }
+            };
+            let cluster = self.next_cluster;
+            self.next_cluster += 1;
+            for (rank, sm) in sms.into_iter().enumerate() {
+                self.resident[sm] += 1;
+                out.push(Launch {
+                    block: self.next_block,
+                    sm: sm as u32,
+                    cta: self.next_cta,
+                    first_warp: self.next_warp,
+                    first_wg: self.next_wg,
+                    cluster,
+                    rank: rank as u32,
+                });
+                self.next_block += 1;
+                self.next_cta += 1;
+                self.next_warp += self.warps_per_cta;
+                self.next_wg += self.wgs_per_cta;
+            }
+        }
+        out
+    }
+
+    /// A CTA slot of SM `sm` is free again.
+    pub fn free(&mut self, sm: u32) {
+        self.resident[sm as usize] -= 1;
+    }
+}
+
+impl Shard<'_> {
+    /// Launches the CTAs its own scheduler places now (the shard holds every SM).
+    pub(crate) fn launch_placed(&mut self) {
+        let launches = match &mut self.sched {
+            Some(s) => s.launch(),
+            None => return,
+        };
+        for l in launches {
+            self.launch_cta(l);
+        }
+    }
+
+    /// Starts CTA `l` on its SM now.
+    pub(crate) fn launch_cta(&mut self, l: Launch) {
         let k = self.k;
-        let cta_idx = self.ctas.next_id();
-        let first_warp = self.warps.next_id();
-        let first_wg = self.wgs.next_id();
+        let Launch {
+            block,
+            sm,
+            cta: cta_idx,
+            first_warp,
+            first_wg,
+            cluster,
+            rank,
+        } = l;
         let wgs_per_cta: u32 = k.roles.iter().map(|r| r.warpgroups).sum();
+        self.sms[sm as usize].launched += 1;
+        if rank == 0 {
+            self.clusters.insert(
+                cluster,
+                Cluster {
+                    first_cta: cta_idx,
+                    size: k.cluster,
+                    live_ctas: k.cluster,
+                    live_warps: k.cluster * k.warps_per_cta(),
+                    barrier: ClusterBarrier::default(),
+                },
+            );
+        }
         let mut mbars = Vec::new();
         for m in &k.mbarriers {
             for _ in 0..m.count {
                 mbars.push(MBarrier::new(m.arrivals));
             }
         }
-        self.ctas.push(Cta {
-            block,
-            sm,
-            mbar_waiters: vec![Vec::new(); mbars.len()],
-            mbars,
-            named: vec![NamedBarrier::default(); self.p.barriers.named as usize],
-            // The pool starts empty: every warp holds its launch allocation.
-            pool: RegPool::new(self.p.regs.alloc_unit),
-            reg_waiters: Vec::new(),
-            live_warps: k.warps_per_cta(),
-            atomics: vec![Vec::new(); k.counters.len()],
-            warps: first_warp..first_warp + k.warps_per_cta(),
-            wgs: first_wg..first_wg + wgs_per_cta,
-            tma_in_flight: 0,
-            remote_in_flight: 0,
-            cluster,
-            rank,
-        });
+        self.ctas.insert(
+            cta_idx,
+            Cta {
+                block,
+                sm,
+                mbar_waiters: vec![Vec::new(); mbars.len()],
+                mbars,
+                named: vec![NamedBarrier::default(); self.p.barriers.named as usize],
+                // The pool starts empty: every warp holds its launch allocation.
+                pool: RegPool::new(self.p.regs.alloc_unit),
+                reg_waiters: Vec::new(),
+                live_warps: k.warps_per_cta(),
+                atomics: vec![Vec::new(); k.counters.len()],
+                warps: first_warp..first_warp + k.warps_per_cta(),
+                wgs: first_wg..first_wg + wgs_per_cta,
+                tma_in_flight: 0,
+                remote_in_flight: 0,
+                cluster,
+                rank,
+            },
+        );
         self.last_progress = self.now;
         let mut warp_in_cta = 0u32;
+        let mut id = first_warp;
+        let mut wg_idx = first_wg;
         for (r, role) in k.roles.iter().enumerate() {
             for wg in 0..role.warpgroups {
-                let wg_idx = self.wgs.next_id();
                 let mut members = [0u32; WARPS_PER_WARPGROUP as usize];
                 for (w, member) in members.iter_mut().enumerate() {
                     let partition =
@@ -99,62 +208,69 @@ impl Engine<'_> {
                     let Some(slot_idx) = part.slots.iter().position(Option::is_none) else {
                         unreachable!("occupancy admits only CTAs whose warps fit the partitions")
                     };
-                    let id = self.warps.next_id();
                     part.slots[slot_idx] = Some(id);
                     part.check |= 1 << slot_idx;
-                    self.active[partition / 64] |= 1 << (partition % 64);
+                    self.activate(partition);
                     let mut env = vec![0i64; role.slots as usize];
                     env[slot::WARP as usize] = w as i64;
                     env[slot::WG as usize] = wg as i64;
                     env[slot::WARP_ID as usize] = warp_in_cta as i64;
                     slot::set_cta(&mut env, block, k.grid, k.cluster);
-                    self.warps.push(Warp {
-                        sm,
-                        cta: cta_idx,
-                        role: r as u16,
-                        wg: wg_idx,
-                        partition: partition as u32,
-                        slot: slot_idx as u8,
-                        pc: 0,
-                        env,
-                        cluster_arrivals: 0,
-                        lanes: Lanes::default(),
-                        acct: Accounting::new(self.now, State::NotSelected),
-                        progress: 0,
-                        reg_ready: 0,
-                        reg_kind: State::Wait,
-                        sb_ready: [0; SCOREBOARDS],
-                        sb_kind: [State::Wait; SCOREBOARDS],
-                        hgmma_issued: 0,
-                        hgmma_next: 0,
-                        mma_next: 0,
-                        wgmma_groups: VecDeque::new(),
-                        stores: AsyncGroups::default(),
-                        copies: AsyncGroups::default(),
-                        sync_until: 0,
-                        sync_state: State::LongScoreboard,
-                        wait_blocked: false,
-                        after_tma_issue: false,
-                        atomics: vec![0; k.counters.len()],
-                        stores_done: 0,
-                        dsmem_loads: Vec::new(),
-                        regs: k.regs_per_thread,
-                        hold: None,
-                        hold_pc: 0,
-                        state_pc: 0,
-                        waiting_on: 0,
-                        mbar_wait: vec![0; k.mbarriers.len()],
-                        polling: None,
-                        wgmma_issue_wait: 0,
-                        issued: 0,
-                        masked_lanes: 0,
-                        state_mask: FULL,
-                        spill: None,
-                        mix: None,
-                        spill_carry: 0,
-                        spill_slot: 0,
-                        local: LocalTraffic::default(),
-                    });
+                    self.warps.insert(
+                        id,
+                        Warp {
+                            sm,
+                            cta: cta_idx,
+                            role: r as u16,
+                            wg: wg_idx,
+                            partition: partition as u32,
+                            slot: slot_idx as u8,
+                            pc: 0,
+                            env,
+                            cluster_arrivals: 0,
+                            lanes: Lanes::default(),
+                            acct: Accounting::new(self.now, State::NotSelected),
+                            progress: 0,
+                            reg_ready: 0,
+                            reg_kind: State::Wait,
+                            sb_ready: [0; SCOREBOARDS],
+                            sb_kind: [State::Wait; SCOREBOARDS],
+                            reg_pending: 0,
+                            sb_pending: [0; SCOREBOARDS],
+                            hgmma_issued: 0,
+                            hgmma_next: 0,
+                            mma_next: 0,
+                            wgmma_groups: VecDeque::new(),
+                            stores: AsyncGroups::default(),
+                            copies: AsyncGroups::default(),
+                            sync_until: 0,
+                            sync_state: State::LongScoreboard,
+                            sync_pending: 0,
+                            answer_wakes: false,
+                            wait_blocked: false,
+                            after_tma_issue: false,
+                            atomics: vec![0; k.counters.len()],
+                            stores_done: 0,
+                            stores_pending: 0,
+                            dsmem_loads: Vec::new(),
+                            regs: k.regs_per_thread,
+                            hold: None,
+                            hold_pc: 0,
+                            state_pc: 0,
+                            waiting_on: 0,
+                            mbar_wait: vec![0; k.mbarriers.len()],
+                            polling: None,
+                            wgmma_issue_wait: 0,
+                            issued: 0,
+                            masked_lanes: 0,
+                            state_mask: FULL,
+                            spill: None,
+                            mix: None,
+                            spill_carry: 0,
+                            spill_slot: 0,
+                            local: LocalTraffic::default(),
+                        },
+                    );
                     self.sms[sm as usize].local_bytes += self.spill_frame(r as u16);
                     if let Some(t) = &mut self.tracer {
                         let name = format!("{}{wg}.w{w}", role.name);
@@ -169,17 +285,22 @@ impl Engine<'_> {
                     }
                     *member = id;
                     warp_in_cta += 1;
+                    id += 1;
                 }
-                self.wgs.push(WarpGroup {
-                    cta: cta_idx,
-                    warps: members,
-                    submitted: 0,
-                    released: 0,
-                    completed: 0,
-                    admitted: 0,
-                    waiters: Vec::new(),
-                    issue_waiters: Vec::new(),
-                });
+                self.wgs.insert(
+                    wg_idx,
+                    WarpGroup {
+                        cta: cta_idx,
+                        warps: members,
+                        submitted: 0,
+                        released: 0,
+                        completed: 0,
+                        admitted: 0,
+                        waiters: Vec::new(),
+                        issue_waiters: Vec::new(),
+                    },
+                );
+                wg_idx += 1;
             }
         }
     }
@@ -210,12 +331,15 @@ impl Engine<'_> {
             self.retired += 1;
             let gap = self.p.sm.cta_launch_gap;
             // The slot stays taken for the launch gap, but only while CTAs wait for one: the
-            // kernel ends with its last CTA.
-            if gap > 0 && self.next_block < self.k.grid {
-                self.q
-                    .push(self.now + gap, Event::CtaSlotFree(warp_sm as u32));
-            } else {
-                self.free_cta_slot(warp_sm as u32);
+            // kernel ends with its last CTA. Without a scheduler of its own the shard tells the
+            // engine's, which frees the slot at that cycle (a window or more ahead).
+            match &self.sched {
+                None => self.freed.push((self.now + gap, warp_sm as u32)),
+                Some(s) if gap > 0 && s.waiting() => {
+                    self.q
+                        .push(self.now + gap, Event::CtaSlotFree(warp_sm as u32));
+                }
+                Some(_) => self.free_cta_slot(warp_sm as u32),
             }
         }
     }
@@ -247,8 +371,11 @@ impl Engine<'_> {
         }
     }
 
+    /// A CTA slot of SM `sm` is free again (the shard's own scheduler).
     pub(crate) fn free_cta_slot(&mut self, sm: u32) {
-        self.sms[sm as usize].resident -= 1;
-        self.launch_ctas();
+        if let Some(s) = &mut self.sched {
+            s.free(sm);
+        }
+        self.launch_placed();
     }
 }

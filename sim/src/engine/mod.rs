@@ -13,6 +13,7 @@
 //! results ([`stats`]), errors ([`error`]) and the deadlock report ([`deadlock`]). Each
 //! instruction family's semantics and timing live beside the unit it drives, in `crate::sm`.
 
+pub(crate) mod crossing;
 mod deadlock;
 pub mod error;
 pub(crate) mod event;
@@ -23,36 +24,33 @@ mod operands;
 pub mod queue;
 pub(crate) mod schedule;
 pub mod server;
+pub(crate) mod shard;
 pub(crate) mod state;
 pub mod stats;
 
 pub use error::{Fault, SimError};
 pub use stats::{RunStats, UnitBusy, WarpResult};
 
-use crate::gpu::cta_scheduler::{
-    dispatch_order, l1_cache_bytes, max_active_clusters, occupancy, Occupancy,
-};
+use crate::gpu::cta_scheduler::{l1_cache_bytes, max_active_clusters, occupancy, Occupancy};
 use crate::gpu::preset::Preset;
 use crate::memory::system::MemSys;
-use crate::observe::sanitizer::{Finding, Sanitizer};
+use crate::observe::sanitizer::Finding;
 use crate::observe::trace::{Tracer, BUSY_UNITS, L2_PORT_UNIT};
-use crate::sm::cluster::RemoteArrival;
-use crate::sm::tma::TmaLoad;
-use event::Event;
+use crossing::MemReq;
 use isa::program::{slot, Kernel};
+use launch::CtaSched;
 use names::Names;
-use queue::EventQueue;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use state::{Cluster, Cta, Live, Partition, Slab, Sm, Warp, WarpGroup};
-use stats::RoleTotals;
+pub(crate) use shard::Shard;
+use state::Warp;
 
 /// Control-flow steps a warp may take without issuing before the run is stopped
 /// (a loop with no instructions and a huge trip count).
 pub const MAX_CONTROL_STEPS: u32 = 1 << 20;
 
-/// Main-loop iterations between progress reports.
-const PROGRESS_EVERY: u64 = 1 << 16;
+/// Windows between progress reports.
+const PROGRESS_EVERY: u64 = 1 << 8;
 
 /// A progress callback: (cycle, CTAs retired, CTAs in the grid).
 #[derive(Clone)]
@@ -80,16 +78,16 @@ pub struct Config {
     /// `setmaxnreg`), no TMA load landed and no HGMMA completed. Math, loads, zero atomics and
     /// failing polls change nothing another warp could see.
     pub livelock_cycles: u64,
-    /// Stop with `SimError::WallLimit` once the run has taken this long (checked every
-    /// [`WALL_CHECK_EVERY`] main-loop iterations).
+    /// Stop with `SimError::WallLimit` once the run has taken this long (checked at every
+    /// window's end).
     pub max_wall: Option<std::time::Duration>,
+    /// Threads that work through the shards' windows (1: the calling thread alone). The
+    /// answers, the trace included, are the same for any count.
+    pub threads: usize,
 }
 
 /// Default of [`Config::livelock_cycles`].
 pub const LIVELOCK_CYCLES: u64 = 10_000_000;
-
-/// Main-loop iterations between wall-clock checks.
-const WALL_CHECK_EVERY: u64 = 1 << 12;
 
 impl Default for Config {
     fn default() -> Self {
@@ -100,73 +98,45 @@ impl Default for Config {
             check: true,
             livelock_cycles: LIVELOCK_CYCLES,
             max_wall: None,
+            threads: 1,
         }
     }
 }
 
+/// The engine: the GPU's SMs in shards ([`Shard`]), the memory system below them, and the CTA
+/// scheduler. Time advances in windows: every shard works through a window on its own (in
+/// parallel with `Config::threads` above one), while the memory system answers the requests
+/// of the window before ([`crossing`]); CTA slots freed and CTAs launched cross between
+/// windows. What each shard does in a window depends only on its own state and on what crossed
+/// before the window, in a fixed order, so the answers do not depend on the threads.
 pub struct Engine<'a> {
-    pub(crate) k: &'a Kernel,
-    pub(crate) p: &'a Preset,
-    pub(crate) cfg: Config,
-    pub(crate) now: u64,
+    k: &'a Kernel,
+    p: &'a Preset,
+    cfg: Config,
     /// The cycle the kernel starts at: 0, or later in a sequence.
-    pub(crate) start: u64,
-    pub(crate) q: EventQueue<Event>,
-    /// `Poll` events in `q`: when they are all that is left, nothing can complete a phase.
-    pub(crate) polls_pending: usize,
-    pub(crate) rng: ChaCha8Rng,
-    pub(crate) sms: Vec<Sm>,
-    /// All SMs' partitions, SM-major.
-    pub(crate) parts: Vec<Partition>,
-    /// Bitset over `parts`: partitions with a warp to evaluate or an eligible warp.
-    pub(crate) active: Vec<u64>,
-    pub(crate) mem: MemSys,
-    pub(crate) warps: Live<Warp>,
-    pub(crate) wgs: Live<WarpGroup>,
-    pub(crate) ctas: Live<Cta>,
-    /// The results of retired warps: each role's totals, and the first
-    /// [`stats::MAX_WARP_RESULTS`] warps' own (by id).
-    pub(crate) role_totals: Vec<RoleTotals>,
-    pub(crate) warp_results: Vec<Option<WarpResult>>,
-    /// The last cycle the run made progress (see [`Config::livelock_cycles`]).
-    pub(crate) last_progress: u64,
-    pub(crate) next_block: u32,
-    pub(crate) occ: Occupancy,
-    pub(crate) names: Names,
-    /// Addresses: tensors laid out one after another, 4 KiB aligned.
-    pub(crate) tensor_base: Vec<u64>,
-    /// Latest cycle any booked work ends (kernel end covers in-flight work).
-    pub(crate) horizon: u64,
-    pub(crate) mma_flops: u64,
-    pub(crate) tma_loads: Slab<TmaLoad>,
-    /// The clusters alive now (`crate::sm::cluster`), and remote mbarrier arrivals on their way.
-    pub(crate) clusters: Live<Cluster>,
-    /// The SMs of each GPC (`preset::Cluster::gpcs`), and the order in which the first wave
-    /// takes the SMs (`cta_scheduler::dispatch_order`).
-    pub(crate) gpcs: Vec<u32>,
-    pub(crate) dispatch_order: Vec<usize>,
-    pub(crate) remote_arrivals: Slab<RemoteArrival>,
-    pub(crate) sanitizer: Option<Sanitizer>,
-    pub(crate) tracer: Option<Tracer>,
+    start: u64,
+    shards: Vec<Shard<'a>>,
+    mem: MemSys,
+    /// The memory latency jitter, drawn as the requests are answered (in the order one clock
+    /// makes them).
+    rng: ChaCha8Rng,
+    /// The CTA scheduler, when the shards share it (else the one shard has it), and the slots
+    /// the shards' CTAs left, free from the cycle given, in (cycle, SM) order.
+    sched: Option<CtaSched>,
+    freed: Vec<(u64, u32)>,
+    /// Cycles a window spans (`window`).
+    window: u64,
+    occ: Occupancy,
+    gpcs: Vec<u32>,
+    tracer: Option<Tracer>,
     progress: Option<Progress>,
-    /// Main-loop iterations and CTAs retired, for progress reports.
-    iterations: u64,
-    pub(crate) retired: u32,
     /// Trace sampling: the last sample's cycle, each SM's unit busy cycles done by then, and
     /// the bytes through the L2 slices and HBM channels by then (`Engine::sample`).
-    pub(crate) sampled_at: u64,
-    pub(crate) sample_prev: Vec<[f64; BUSY_UNITS.len()]>,
-    pub(crate) sample_mem: (f64, f64),
-    /// Global atomic counters, and where they live (after the tensors).
-    pub(crate) counters: Vec<i64>,
-    /// Per counter, the warps spinning in `WaitCounter` and the value each waits for.
-    pub(crate) counter_waiters: Vec<Vec<(u32, i64)>>,
-    pub(crate) counter_base: u64,
-    /// Local memory (spilled registers) after the counters: one frame of `frame_stride` bytes
-    /// per warp slot of the GPU (`crate::sm::local`).
-    pub(crate) local_base: u64,
-    pub(crate) frame_stride: u64,
-    pub(crate) error: Option<SimError>,
+    sampled_at: u64,
+    sample_prev: Vec<[f64; BUSY_UNITS.len()]>,
+    sample_mem: (f64, f64),
+    /// The cycle the run stopped at, when a shard's error stopped it.
+    stopped_at: Option<u64>,
 }
 
 /// What a kernel of a sequence takes over from the kernels before it: the memory system as they
@@ -231,13 +201,6 @@ impl<'a> Engine<'a> {
     /// The kernel `k` of a sequence, starting at `carry.start` on the memory system the kernels
     /// before it left.
     pub fn continuing(k: &'a Kernel, p: &'a Preset, cfg: Config, carry: Carry) -> Self {
-        let nparts = (p.sm.count * p.sm.partitions) as usize;
-        let parts = (0..nparts)
-            .map(|_| Partition {
-                slots: vec![None; p.sm.warps_per_partition as usize],
-                ..Default::default()
-            })
-            .collect();
         let Carry {
             mut mem,
             start,
@@ -256,58 +219,52 @@ impl<'a> Engine<'a> {
         let sample_mem = (mem.l2_bytes_by(start), mem.dram_bytes_by(start));
         let occ = occupancy(k, p);
         let l1_bytes = l1_cache_bytes(k, p, &occ);
+        let window = window(k, p);
+        let gpcs = p.cluster.gpcs(p.sm.count);
+        let counter_base = next;
+        let local_base = (next + k.counters.len() as u64 * 128).div_ceil(4096) * 4096;
+        let mut ports = mem.take_ports().into_iter();
+        let shards: Vec<Shard> = shard_sms(k, p, &gpcs, window)
+            .into_iter()
+            .map(|sms| {
+                let own = ports.by_ref().take(sms.len()).collect();
+                Shard::new(
+                    k,
+                    p,
+                    cfg.clone(),
+                    sms,
+                    own,
+                    l1_bytes,
+                    start,
+                    names.clone(),
+                    tensor_base.clone(),
+                    (counter_base, local_base),
+                )
+            })
+            .collect();
+        let mut sched = Some(CtaSched::new(k, p, occ.ctas));
+        let mut shards = shards;
+        if shards.len() == 1 {
+            shards[0].sched = sched.take();
+        }
         Engine {
             k,
             p,
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             mem,
-            now: start,
             start,
-            q: EventQueue::default(),
-            polls_pending: 0,
-            sms: (0..p.sm.count).map(|_| Sm::new(p, l1_bytes)).collect(),
-            active: vec![0; nparts.div_ceil(64)],
-            parts,
-            warps: Live::default(),
-            wgs: Live::default(),
-            ctas: Live::default(),
-            role_totals: vec![RoleTotals::new(k.mbarriers.len()); k.roles.len()],
-            warp_results: Vec::new(),
-            last_progress: start,
-            next_block: 0,
+            shards,
+            sched,
+            freed: Vec::new(),
+            window,
             occ,
-            tensor_base,
-            horizon: start,
-            mma_flops: 0,
-            tma_loads: Slab::default(),
-            clusters: Live::default(),
-            gpcs: p.cluster.gpcs(p.sm.count),
-            dispatch_order: dispatch_order(
-                &p.cluster.gpcs(p.sm.count),
-                &p.cluster.dispatch_gpcs,
-                p.sm.count as usize,
-            ),
-            remote_arrivals: Slab::default(),
-            sanitizer: cfg.check.then(|| Sanitizer::new(names.clone())),
-            names,
+            gpcs,
             tracer: None,
             progress: None,
-            iterations: 0,
-            retired: 0,
             sampled_at: start,
             sample_prev,
             sample_mem,
-            counters: k.counters.iter().map(|(_, v)| *v).collect(),
-            counter_waiters: vec![Vec::new(); k.counters.len()],
-            counter_base: next,
-            local_base: (next + k.counters.len() as u64 * 128).div_ceil(4096) * 4096,
-            frame_stride: k
-                .roles
-                .iter()
-                .map(|r| u64::from(r.spilled()) * crate::sm::local::VALUE_BYTES)
-                .max()
-                .unwrap_or(0),
-            error: None,
+            stopped_at: None,
             cfg,
         }
     }
@@ -343,9 +300,13 @@ impl<'a> Engine<'a> {
     pub fn run_carried(mut self) -> (Result<(), SimError>, RunStats, Option<Tracer>, MemSys) {
         let result = self.simulate();
         if result.is_err() {
-            self.close_open_intervals();
+            for s in &mut self.shards {
+                s.tracer = self.tracer.take();
+                s.close_open_intervals();
+                self.tracer = s.tracer.take();
+            }
         }
-        self.sample(true);
+        self.sample(true, u64::MAX);
         let tracer = self.tracer.take();
         let stopped = result.is_err();
         let (stats, mem) = self.finish(stopped);
@@ -375,76 +336,104 @@ impl<'a> Engine<'a> {
             });
         }
         let started = std::time::Instant::now();
-        self.launch_ctas();
-        loop {
-            while let Some((_, ev)) = self.q.pop_due(self.now) {
-                self.handle(ev);
+        // The first wave: placed by the engine's scheduler, or by the one shard's.
+        if let Some(sched) = &mut self.sched {
+            for l in sched.launch() {
+                let i = shard_of(&self.shards, l.sm);
+                self.shards[i].push_launch(self.start, l);
             }
-            for word in 0..self.active.len() {
-                let mut bits = self.active[word];
-                while bits != 0 {
-                    let b = bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    let p = word * 64 + b;
-                    self.tick(p);
-                    let part = &self.parts[p];
-                    if part.check | part.eligible == 0 {
-                        self.active[word] &= !(1 << b);
-                    }
+        }
+        for sh in &mut self.shards {
+            sh.tracer = self.tracer.take();
+            sh.launch_placed();
+            self.tracer = sh.tracer.take();
+        }
+        let (mut from, mut windows) = (self.start, 0u64);
+        let mut before = self.start;
+        let mut answering: Option<Vec<Vec<MemReq>>> = None;
+        loop {
+            let end = from + self.window;
+            if let Some((requests, answers)) = self.step(from, end, answering.take()) {
+                for ((sh, mut r), a) in self.shards.iter_mut().zip(requests).zip(answers) {
+                    sh.answers = Some(a);
+                    r.clear();
+                    sh.spare.reqs = r;
                 }
             }
-            let active = self.active.iter().any(|&w| w != 0);
-            if let Some(e) = self.error.take() {
-                return Err(e);
+            answering = Some(self.shards.iter_mut().map(Shard::close_window).collect());
+            // The first error by cycle (then by shard) stops the run.
+            if let Some(i) = (0..self.shards.len())
+                .filter(|&i| self.shards[i].error.is_some())
+                .min_by_key(|&i| self.shards[i].now)
+            {
+                self.stopped_at = Some(self.shards[i].now);
+                return Err(self.shards[i].error.take().expect("filtered"));
             }
-            self.sample(false);
-            self.iterations += 1;
+            for sh in &mut self.shards {
+                self.freed.append(&mut sh.freed);
+            }
+            self.freed.sort_unstable();
+            // The requests of this window and the one before are not delivered yet.
+            self.sample(false, before);
+            before = from;
+            windows += 1;
             if let Some(limit) = self.cfg.max_wall {
-                if self.iterations.is_multiple_of(WALL_CHECK_EVERY) && started.elapsed() > limit {
+                if started.elapsed() > limit {
                     return Err(SimError::WallLimit {
                         limit,
-                        cycle: self.now,
-                        retired: self.retired,
+                        cycle: end,
+                        retired: self.retired(),
                         grid: self.k.grid,
                     });
                 }
             }
-            if self.iterations.is_multiple_of(PROGRESS_EVERY) {
+            if windows.is_multiple_of(PROGRESS_EVERY) {
                 if let Some(p) = &self.progress {
-                    (p.0)(self.now, self.retired, self.k.grid);
+                    (p.0)(end, self.retired(), self.k.grid);
                 }
             }
-            if active {
-                self.now += 1;
-            } else if let Some(t) = self
-                .q
-                .peek_cycle()
-                .filter(|_| self.q.len() > self.polls_pending)
-            {
-                // Events booked during this cycle's ticks take effect at the next cycle at the
-                // earliest, so no partition ticks twice in one cycle.
-                self.now = t.max(self.now + 1);
-            } else {
-                // No event, or only the polls of warps that nothing is left to release.
-                break;
-            }
-            if self.now > self.cfg.max_cycles {
-                return Err(SimError::CycleLimit {
-                    limit: self.cfg.max_cycles,
-                });
-            }
-            if self.now - self.last_progress > self.cfg.livelock_cycles {
+            if let Some(at) = self.livelock_at() {
+                self.stopped_at = Some(at);
                 return Err(self.livelock());
             }
+            // Answers on their way keep the windows consecutive: each is due no earlier than
+            // the window after the next. Otherwise the next window starts at the next work.
+            let answers_due = self
+                .shards
+                .iter()
+                .any(|sh| sh.waiting.iter().any(|c| !c.is_empty()));
+            let launch_at = self
+                .sched
+                .as_ref()
+                .filter(|s| s.waiting())
+                .and_then(|_| self.freed.first().map(|&(t, _)| t));
+            let busy = !self.shards.iter().all(Shard::idle) || launch_at.is_some();
+            if !busy && !answers_due {
+                break;
+            }
+            from = if answers_due {
+                end
+            } else {
+                self.shards
+                    .iter()
+                    .filter_map(Shard::next_work)
+                    .chain(launch_at)
+                    .min()
+                    .map_or(end, |t| t.max(end))
+            };
+            self.launch_freed(from + self.window);
         }
-        if self.warps.iter().any(|(_, w)| w.acct.exited().is_none())
-            || self.next_block < self.k.grid
+        if self
+            .shards
+            .iter()
+            .any(|sh| sh.warps.iter().any(|(_, w)| w.acct.exited().is_none()))
+            || self.next_block() < self.k.grid
         {
             return Err(self.deadlock());
         }
         // The kernel ends when its booked work does (stores nobody waits for), which may be
         // past the limit although no event was.
-        if self.horizon > self.cfg.max_cycles {
+        if self.horizon() > self.cfg.max_cycles {
             return Err(SimError::CycleLimit {
                 limit: self.cfg.max_cycles,
             });
@@ -452,6 +441,192 @@ impl<'a> Engine<'a> {
         Ok(())
     }
 
+    /// Every shard works through cycles `from..end` while the memory system answers
+    /// `requests` (the window before's, by shard); returns them with their answers, by shard.
+    /// With a trace the shards take turns, in order (the trace is one stream); with more than
+    /// one thread they run in parallel, beside the memory system.
+    #[allow(clippy::type_complexity)]
+    fn step(
+        &mut self,
+        from: u64,
+        end: u64,
+        requests: Option<Vec<Vec<MemReq>>>,
+    ) -> Option<(Vec<Vec<MemReq>>, Vec<Vec<u64>>)> {
+        let mut out: Vec<Vec<u64>> = match requests {
+            Some(_) => self
+                .shards
+                .iter_mut()
+                .map(|s| std::mem::take(&mut s.spare.answers))
+                .collect(),
+            None => Vec::new(),
+        };
+        let (mem, rng) = (&mut self.mem, &mut self.rng);
+        let answer = move || {
+            let requests = requests?;
+            crossing::resolve(mem, rng, &requests, &mut out);
+            Some((requests, out))
+        };
+        let shards = &mut self.shards;
+        if self.tracer.is_some() || self.cfg.threads <= 1 || shards.len() == 1 {
+            let answers = answer();
+            for sh in shards.iter_mut() {
+                sh.tracer = self.tracer.take();
+                sh.run_window(from, end);
+                self.tracer = sh.tracer.take();
+            }
+            return answers;
+        }
+        let run = |sh: &mut Shard| sh.run_window(from, end);
+        let pool = pool(self.cfg.threads);
+        pool.install(|| {
+            let (answers, ()) = rayon::join(answer, || {
+                use rayon::prelude::*;
+                shards.par_iter_mut().for_each(run);
+            });
+            answers
+        })
+    }
+
+    /// Frees the CTA slots the shards left that are free before cycle `until`, in order, and
+    /// starts the CTAs the engine's scheduler places in them at those cycles.
+    fn launch_freed(&mut self, until: u64) {
+        let Some(sched) = &mut self.sched else {
+            return;
+        };
+        let due = self.freed.partition_point(|&(t, _)| t < until);
+        for (t, sm) in self.freed.drain(..due) {
+            sched.free(sm);
+            for l in sched.launch() {
+                let i = shard_of(&self.shards, l.sm);
+                self.shards[i].push_launch(t, l);
+            }
+        }
+    }
+
+    /// The first cycle a shard went on to without progress on the GPU for longer than the
+    /// limit: a livelock, unless another shard made progress in the window (then it may have
+    /// been before that cycle: the next window tells).
+    fn livelock_at(&mut self) -> Option<u64> {
+        let limit = self.cfg.livelock_cycles;
+        let progress: Vec<u64> = self.shards.iter().map(|s| s.last_progress).collect();
+        let found = (0..self.shards.len())
+            .filter_map(|i| Some((self.shards[i].livelock_at?, i)))
+            .filter(|&(at, i)| {
+                progress
+                    .iter()
+                    .enumerate()
+                    .all(|(j, &p)| j == i || at - p > limit)
+            })
+            .min()
+            .map(|(at, _)| at);
+        let gpu = progress.iter().copied().max().unwrap_or(self.start);
+        for s in &mut self.shards {
+            s.livelock_at = None;
+            s.gpu_progress = gpu;
+        }
+        found
+    }
+
+    fn retired(&self) -> u32 {
+        self.shards.iter().map(|s| s.retired).sum()
+    }
+
+    fn next_block(&self) -> u32 {
+        match &self.sched {
+            Some(s) => s.next_block,
+            None => self.shards[0].sched.as_ref().map_or(0, |s| s.next_block),
+        }
+    }
+
+    /// The last cycle in which anything happened.
+    fn last_cycle(&self) -> u64 {
+        self.shards
+            .iter()
+            .map(|s| s.last)
+            .max()
+            .unwrap_or(self.start)
+    }
+
+    fn last_progress(&self) -> u64 {
+        self.shards
+            .iter()
+            .map(|s| s.last_progress)
+            .max()
+            .unwrap_or(self.start)
+    }
+
+    fn horizon(&self) -> u64 {
+        self.shards
+            .iter()
+            .map(|s| s.horizon)
+            .max()
+            .unwrap_or(self.start)
+    }
+}
+
+/// A pool of `threads` threads for the shards' windows: built once per thread count and kept,
+/// so a run of thousands of windows does not start threads for each.
+fn pool(threads: usize) -> std::sync::Arc<rayon::ThreadPool> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
+    let mut pools = POOLS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    pools
+        .entry(threads)
+        .or_insert_with(|| {
+            Arc::new(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .expect("a thread pool starts"),
+            )
+        })
+        .clone()
+}
+
+/// Cycles of a window: half the shortest L2 round trip, so that a window's requests, answered
+/// during the next window, are due no earlier than the window after (a quarter with atomic
+/// counters: spinning warps see an atomic's value halfway through its round trip). At least
+/// one cycle: a memory system that answers sooner (a preset overridden to no L2 latency) gets
+/// its answers at the next window's start instead.
+pub(crate) fn window(k: &Kernel, p: &Preset) -> u64 {
+    let round_trip = p.memory.l2.near_latency.min(p.memory.l2.far_latency);
+    let parts = if k.counters.is_empty() { 2 } else { 4 };
+    (round_trip / parts).max(1)
+}
+
+/// The SMs of each shard: a GPC each (a cluster stays in its GPC, so DSMEM, remote arrivals
+/// and multicast never leave a shard). One shard for all SMs when the GPU has one GPC, when the
+/// kernel has atomic counters (every SM reads and writes them at issue), or when a freed CTA
+/// slot takes its next CTA sooner than a window (`sm.cta_launch_gap`): the shard's own
+/// scheduler then places CTAs at once.
+fn shard_sms(k: &Kernel, p: &Preset, gpcs: &[u32], window: u64) -> Vec<std::ops::Range<usize>> {
+    let all = 0..p.sm.count as usize;
+    if gpcs.len() < 2 || !k.counters.is_empty() || p.sm.cta_launch_gap < window {
+        return vec![all];
+    }
+    let mut start = 0;
+    gpcs.iter()
+        .map(|&n| {
+            let sms = start..start + n as usize;
+            start = sms.end;
+            sms
+        })
+        .collect()
+}
+
+/// The shard that holds SM `sm`.
+fn shard_of(shards: &[Shard], sm: u32) -> usize {
+    shards
+        .iter()
+        .position(|s| s.sms.range().contains(&(sm as usize)))
+        .expect("every SM is in a shard")
+}
+
+impl Shard<'_> {
     pub(crate) fn warp_name(&self, w: &Warp) -> String {
         let role = &self.k.roles[w.role as usize];
         format!(

@@ -2,11 +2,11 @@
 //! variables, mbarrier and slot references, per-lane addresses, transaction byte counts.
 
 use super::error::Fault;
-use super::Engine;
+use super::Shard;
 use isa::expr::Code;
 use isa::program::{lane_addresses, BarRef, CounterRef, IndexError, LaneAddrs, SlotRef};
 
-impl Engine<'_> {
+impl Shard<'_> {
     pub(crate) fn eval(&self, w: u32, code: &Code) -> Result<i64, Fault> {
         Ok(code.eval(&self.warps[w as usize].env)?)
     }

@@ -3,9 +3,10 @@
 //! (`sm.scheduler`: GTO or LRR) and issues it. Whether an instruction can issue and what issuing
 //! it does are dispatched to the instruction's family, beside its unit in `crate::sm`.
 
+use super::crossing::PENDING;
 use super::error::Fault;
 use super::state::Warp;
-use super::Engine;
+use super::Shard;
 use super::MAX_CONTROL_STEPS;
 use crate::gpu::preset::SchedulerPolicy;
 use crate::observe::warp_state::State;
@@ -47,7 +48,7 @@ impl Pending {
     }
 }
 
-impl Engine<'_> {
+impl Shard<'_> {
     // The engine's innermost step, called from one place: kept inline, and so is `set_state`
     // (out of line they cost fa3_pingpong 4% more instructions under callgrind).
     #[inline(always)]
@@ -167,6 +168,9 @@ impl Engine<'_> {
             return Ok(Outcome::Blocked(s));
         }
         let warp = &self.warps[w as usize];
+        if warp.sync_pending > 0 {
+            return Ok(Outcome::StallUntil(warp.sync_state, PENDING));
+        }
         if warp.sync_until > self.now {
             return Ok(Outcome::StallUntil(warp.sync_state, warp.sync_until));
         }
@@ -254,8 +258,9 @@ impl Engine<'_> {
     fn can_issue(&mut self, w: u32, inst: &Inst) -> Result<Option<Outcome>, Fault> {
         let warp = &self.warps[w as usize];
         let at = Pending {
-            scoreboard: (warp.reg_ready > self.now)
-                .then_some(Outcome::StallUntil(warp.reg_kind, warp.reg_ready)),
+            scoreboard: warp
+                .registers_wait(self.now)
+                .map(|(state, until)| Outcome::StallUntil(state, until)),
             // A macro's spilled part may end in stores after its last warp-instruction.
             starting: warp.progress == 0 && warp.spill.is_none(),
         };

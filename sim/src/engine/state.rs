@@ -2,6 +2,7 @@
 //! (`crate::sm`) are plain values inside them; the engine owns every instance, so one
 //! `&mut Engine` is the only way to change any of it.
 
+use crate::engine::crossing::PENDING;
 use crate::engine::server::{Link, Server};
 use crate::gpu::preset::Preset;
 use crate::observe::warp_state::{Accounting, State};
@@ -44,6 +45,10 @@ pub(crate) struct Warp {
     /// `WaitScoreboard`; the state is that of the latest-arriving load on each.
     pub sb_ready: [u64; SCOREBOARDS],
     pub sb_kind: [State; SCOREBOARDS],
+    /// Loads whose answers are still on their way from the memory system
+    /// (`crate::engine::crossing`), on the registers and on each scoreboard.
+    pub reg_pending: u16,
+    pub sb_pending: [u16; SCOREBOARDS],
     /// HGMMAs this warp has issued, and the cycle its next one may issue (the gap after the
     /// last one, `tensor_core::issue_gap`).
     pub hgmma_issued: u64,
@@ -59,6 +64,11 @@ pub(crate) struct Warp {
     /// a wait that passed at once is still returning), in state `sync_state`.
     pub sync_until: u64,
     pub sync_state: State,
+    /// Atomics and counter polls whose round trips are still on their way: the warp waits for
+    /// them as for `sync_until`.
+    pub sync_pending: u16,
+    /// The warp stalled on an answer still on its way: the answer wakes it.
+    pub answer_wakes: bool,
     /// The warp's current `try_wait` has blocked (it will be woken, not pay the pass cost).
     pub wait_blocked: bool,
     /// The warp's last mbarrier-side instruction was a TMA load's issue
@@ -69,6 +79,8 @@ pub(crate) struct Warp {
     pub atomics: Vec<u32>,
     /// When the warp's global stores so far are acknowledged (what a `Fence` waits for).
     pub stores_done: u64,
+    /// Global stores whose acknowledgements are still on their way.
+    pub stores_pending: u32,
     /// When each of the warp's distributed-shared-memory loads returns (those still in flight
     /// at the last one's issue; `cluster.dsmem_loads_per_warp` caps them).
     pub dsmem_loads: Vec<u64>,
@@ -134,12 +146,53 @@ impl Warp {
         }
     }
 
-    /// The latest of the scoreboards in `mask` (bit k: scoreboard k): when and in what state.
+    /// The latest of the scoreboards in `mask` (bit k: scoreboard k): when and in what state
+    /// ([`PENDING`] while a load's answer is on its way).
     pub fn scoreboards(&self, mask: u8) -> (u64, State) {
         (0..SCOREBOARDS)
             .filter(|k| mask >> k & 1 != 0)
-            .map(|k| (self.sb_ready[k], self.sb_kind[k]))
+            .map(|k| match self.sb_pending[k] {
+                0 => (self.sb_ready[k], self.sb_kind[k]),
+                _ => (PENDING, State::LongScoreboard),
+            })
             .fold((0, State::Wait), |a, b| if b.0 > a.0 { b } else { a })
+    }
+
+    /// The registers' stall at cycle `now`, if they are not ready: until when and in what state
+    /// ([`PENDING`] while a load's answer is on its way).
+    pub fn registers_wait(&self, now: u64) -> Option<(State, u64)> {
+        if self.reg_pending > 0 {
+            Some((State::LongScoreboard, PENDING))
+        } else {
+            (self.reg_ready > now).then_some((self.reg_kind, self.reg_ready))
+        }
+    }
+
+    /// A load's result (on scoreboard `sb`, or the registers) is on its way from the memory
+    /// system; memory results stall in `LongScoreboard`.
+    pub fn load_pending(&mut self, sb: Option<u8>) {
+        match sb {
+            Some(k) => self.sb_pending[k as usize] += 1,
+            None => {
+                self.reg_pending += 1;
+                self.reg_kind = State::LongScoreboard;
+            }
+        }
+    }
+
+    /// The answer to a load of [`Self::load_pending`]: its result is ready at `ready`.
+    pub fn answer_load(&mut self, sb: Option<u8>, ready: u64) {
+        match sb {
+            Some(k) => self.sb_pending[k as usize] -= 1,
+            None => self.reg_pending -= 1,
+        }
+        self.load_result(sb, ready, State::LongScoreboard);
+    }
+
+    /// An atomic's or a counter poll's round trip is on its way: the warp waits for it.
+    pub fn sync_pending(&mut self) {
+        self.sync_pending += 1;
+        self.sync_state = State::LongScoreboard;
     }
 }
 
@@ -260,7 +313,6 @@ pub(crate) struct Sm {
     /// TMA busy time: cycles with at least one load in flight, and the end of the last.
     pub tma_covered_until: u64,
     pub tma_busy: u64,
-    pub resident: u32,
     pub launched: u32,
     /// The L1's tag stage, which every global and local warp access passes
     /// (`crate::sm::lsu`); its path to L2 for local lines that miss, and the bytes of spilled
@@ -289,7 +341,6 @@ impl Sm {
             hgmma_waiting: VecDeque::new(),
             tma_covered_until: 0,
             tma_busy: 0,
-            resident: 0,
             launched: 0,
             l1: Server::default(),
             l1_waiting: VecDeque::new(),
@@ -323,7 +374,7 @@ pub(crate) struct Partition {
     pub membar_free: u64,
 }
 
-/// The warps, warpgroups or CTAs alive now, by engine-wide id. Ids grow with launch order and
+/// The warps, warpgroups or CTAs alive now, by GPU-wide id. Ids grow with launch order and
 /// are never reused, so an event still queued for a retired agent cannot reach a new one (and
 /// GTO's "oldest" stays the lowest id); a retired agent's entry is dropped, and the run of
 /// dropped entries before the oldest live one is given back, so memory follows the resident
@@ -347,20 +398,27 @@ impl<T> Default for Live<T> {
 }
 
 impl<T> Live<T> {
-    /// The id the next pushed entry gets.
-    pub fn next_id(&self) -> u32 {
-        self.base + self.items.len() as u32
-    }
-
-    pub fn push(&mut self, t: T) -> u32 {
-        let id = self.next_id();
+    /// Adds the entry of `id`, which must be above every id added before. A shard's ids are
+    /// GPU-wide, so the ids between (other shards' agents) are holes, dropped as retired ones.
+    pub fn insert(&mut self, id: u32, t: T) {
+        if self.items.is_empty() {
+            self.base = id;
+            self.dead = 0;
+        }
+        let i = (id - self.base) as usize;
+        debug_assert!(i >= self.items.len(), "ids grow");
+        self.items.resize_with(i, || None);
         self.items.push(Some(t));
-        id
     }
 
     pub fn get(&self, id: u32) -> Option<&T> {
         let i = id.checked_sub(self.base)? as usize;
         self.items.get(i)?.as_ref()
+    }
+
+    pub fn get_mut(&mut self, id: u32) -> Option<&mut T> {
+        let i = id.checked_sub(self.base)? as usize;
+        self.items.get_mut(i)?.as_mut()
     }
 
     /// Drops the entries of `ids`, which must be live.
@@ -413,14 +471,13 @@ mod tests {
     fn ids_are_never_reused_and_retired_entries_are_given_back() {
         let mut live = Live::default();
         for round in 0..100u32 {
-            let first = live.push(round * 10);
-            for i in 1..10 {
-                assert_eq!(live.push(round * 10 + i), first + i);
+            let first = round * 10;
+            for i in 0..10 {
+                live.insert(first + i, first + i);
             }
             // The oldest entry lives on; the rest of each round retires.
             live.remove(first + 1..first + 10);
         }
-        assert_eq!(live.next_id(), 1000);
         assert_eq!(live.get(995), None);
         assert_eq!(live[990], 990);
         assert_eq!(live.iter().count(), 100);
@@ -437,6 +494,12 @@ mod tests {
             live.remove(id..id + 1);
         }
         assert!(live.items.is_empty());
-        assert_eq!(live.push(7), 1000);
+        // Another shard's ids are holes, given back as retired entries are.
+        live.insert(1000, 7);
+        live.insert(1005, 8);
+        assert_eq!((live.get(1002), live[1005]), (None, 8));
+        live.remove(1000..1001);
+        assert_eq!(live.iter().map(|(id, _)| id).collect::<Vec<_>>(), [1005]);
+        assert_eq!(live.items.len(), 1);
     }
 }

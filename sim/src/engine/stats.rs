@@ -1,7 +1,7 @@
 //! What a run hands back: cycles, per-unit busy time, per-warp state cycles, traffic.
 
 use super::state::Warp;
-use super::Engine;
+use super::{Engine, Shard};
 use crate::gpu::cta_scheduler::Occupancy;
 use crate::memory::system::{MemStats, MemSys};
 use crate::observe::warp_state::State;
@@ -159,7 +159,7 @@ pub struct RunStats {
     pub occupancy: Occupancy,
 }
 
-impl Engine<'_> {
+impl Shard<'_> {
     fn warp_result(&self, w: &Warp, end: u64) -> WarpResult {
         WarpResult {
             cta: self.ctas[w.cta as usize].block,
@@ -182,12 +182,8 @@ impl Engine<'_> {
         let w = &self.warps[id as usize];
         let r = self.warp_result(w, end);
         self.role_totals[w.role as usize].add(&r);
-        let i = id as usize;
-        if i < MAX_WARP_RESULTS {
-            if self.warp_results.len() <= i {
-                self.warp_results.resize(i + 1, None);
-            }
-            self.warp_results[i] = Some(r);
+        if (id as usize) < MAX_WARP_RESULTS {
+            self.warp_results.push((id, r));
         }
     }
 
@@ -196,33 +192,9 @@ impl Engine<'_> {
         self.account(id, self.now);
     }
 
-    /// The run's results; `stopped`: it failed during cycle `now`, whose issues and bookings
-    /// then count (a run that completes ends after its last cycle with work in it).
-    pub(crate) fn finish(mut self, stopped: bool) -> (RunStats, MemSys) {
-        // The last cycle anything happened, or later if booked work was still running. A run
-        // stopped by an error has worked through cycle `now` itself: without it, what issued
-        // in that cycle would count over one cycle too few (a 4-cycle run issuing in all four
-        // reported 125% of its issue slots).
-        let end = (self.now + u64::from(stopped)).max(self.horizon);
-        let p = self.p;
-        let pipe_busy = |i: usize| self.parts.iter().map(|pt| pt.pipes[i].busy()).sum::<u64>();
-        let mem = self.mem.stats();
-        let units = UnitBusy {
-            tensor: self.sms.iter().map(|sm| sm.tensor.busy()).sum(),
-            smem: self.sms.iter().map(|sm| sm.port.busy()).sum(),
-            alu: pipe_busy(0),
-            fma: pipe_busy(1),
-            mufu: pipe_busy(2),
-            mma: pipe_busy(3),
-            shfl: pipe_busy(4),
-            tma: self.sms.iter().map(|sm| sm.tma_busy).sum(),
-            tma_fill: self.sms.iter().map(|sm| sm.tma_fill.busy()).sum(),
-            tma_store: self.sms.iter().map(|sm| sm.tma_store.busy()).sum(),
-            l1: self.sms.iter().map(|sm| sm.l1.busy()).sum(),
-            l2_port: mem.port_busy_total,
-            issue: self.parts.iter().map(|pt| pt.issued).sum(),
-        };
-        // A run that stopped early has warps still live: their results run up to its end.
+    /// Accounts the warps still live at `end` (the run stopped early: their results run up
+    /// to its end).
+    pub(crate) fn account_live(&mut self, end: u64) {
         let live: Vec<u32> = self
             .warps
             .iter()
@@ -232,29 +204,103 @@ impl Engine<'_> {
         for id in live {
             self.account(id, end);
         }
-        let warps: Vec<WarpResult> = std::mem::take(&mut self.warp_results)
-            .into_iter()
-            .flatten()
+    }
+}
+
+impl RoleTotals {
+    /// Adds another shard's totals of the same role.
+    fn merge(&mut self, o: &RoleTotals) {
+        self.warps += o.warps;
+        for (t, c) in self.cycles.iter_mut().zip(o.cycles) {
+            *t += c;
+        }
+        self.lifetime += o.lifetime;
+        self.longest = self.longest.max(o.longest);
+        self.issued += o.issued;
+        self.lanes += o.lanes;
+        for (t, c) in self.mbarrier_waits.iter_mut().zip(&o.mbarrier_waits) {
+            *t += c;
+        }
+        self.wgmma_issue_waits += o.wgmma_issue_waits;
+        self.local.add(&o.local);
+    }
+}
+
+impl Engine<'_> {
+    /// The run's results; `stopped`: it failed during cycle `now`, whose issues and bookings
+    /// then count (a run that completes ends after its last cycle with work in it).
+    pub(crate) fn finish(mut self, stopped: bool) -> (RunStats, MemSys) {
+        // The last cycle anything happened, or later if booked work was still running. A run
+        // stopped by an error has worked through cycle `now` itself: without it, what issued
+        // in that cycle would count over one cycle too few (a 4-cycle run issuing in all four
+        // reported 125% of its issue slots).
+        // A run stopped by an error in one shard counts what the others did in that window too.
+        let last = self.last_cycle();
+        let now = self.stopped_at.map_or(last, |s| s.max(last));
+        let end = (now + u64::from(stopped)).max(self.horizon());
+        let p = self.p;
+        let shards = std::mem::take(&mut self.shards);
+        let sms = || shards.iter().flat_map(|s| s.sms.iter());
+        let parts = || shards.iter().flat_map(|s| s.parts.iter());
+        let pipe_busy = |i: usize| parts().map(|pt| pt.pipes[i].busy()).sum::<u64>();
+        let ports: Vec<_> = shards
+            .iter()
+            .flat_map(|s| s.ports.iter().cloned())
             .collect();
+        self.mem.restore_ports(ports);
+        let mem = self.mem.stats();
+        let units = UnitBusy {
+            tensor: sms().map(|sm| sm.tensor.busy()).sum(),
+            smem: sms().map(|sm| sm.port.busy()).sum(),
+            alu: pipe_busy(0),
+            fma: pipe_busy(1),
+            mufu: pipe_busy(2),
+            mma: pipe_busy(3),
+            shfl: pipe_busy(4),
+            tma: sms().map(|sm| sm.tma_busy).sum(),
+            tma_fill: sms().map(|sm| sm.tma_fill.busy()).sum(),
+            tma_store: sms().map(|sm| sm.tma_store.busy()).sum(),
+            l1: sms().map(|sm| sm.l1.busy()).sum(),
+            l2_port: mem.port_busy_total,
+            issue: parts().map(|pt| pt.issued).sum(),
+        };
+        let mut shards = shards;
+        let mut roles = vec![RoleTotals::new(self.k.mbarriers.len()); self.k.roles.len()];
+        let mut warps = Vec::new();
+        for s in &mut shards {
+            s.account_live(end);
+            for (t, o) in roles.iter_mut().zip(&s.role_totals) {
+                t.merge(o);
+            }
+            warps.append(&mut s.warp_results);
+        }
+        warps.sort_unstable_by_key(|&(id, _)| id);
+        let warps: Vec<WarpResult> = warps.into_iter().map(|(_, r)| r).collect();
+        let sms = || shards.iter().flat_map(|s| s.sms.iter());
+        let launched = match &self.sched {
+            Some(s) => s.next_warp,
+            None => shards[0].sched.as_ref().map_or(0, |s| s.next_warp),
+        };
         let stats = RunStats {
             cycles: end - self.start,
-            sms_used: self.sms.iter().filter(|sm| sm.launched > 0).count() as u32,
-            ctas_per_sm_run: self.sms.iter().map(|sm| sm.launched).collect(),
-            warps_omitted: u64::from(self.warps.next_id()) - warps.len() as u64,
+            sms_used: sms().filter(|sm| sm.launched > 0).count() as u32,
+            ctas_per_sm_run: sms().map(|sm| sm.launched).collect(),
+            warps_omitted: u64::from(launched) - warps.len() as u64,
             warps,
-            roles: std::mem::take(&mut self.role_totals),
+            roles,
             units,
             partitions: p.sm.partitions,
-            flops: self.sms.iter().map(|sm| sm.tensor.flops()).sum::<u64>() + self.mma_flops,
-            instructions: self.parts.iter().map(|pt| pt.issued).sum(),
-            events: self.q.pushed(),
-            mem,
-            l1_sectors: self
-                .sms
+            flops: sms().map(|sm| sm.tensor.flops()).sum::<u64>()
+                + shards.iter().map(|s| s.mma_flops).sum::<u64>(),
+            instructions: shards
                 .iter()
-                .map(|sm| sm.l1_cache.hits + sm.l1_cache.misses)
+                .flat_map(|s| s.parts.iter())
+                .map(|pt| pt.issued)
                 .sum(),
-            l1_hits: self.sms.iter().map(|sm| sm.l1_cache.hits).sum(),
+            events: shards.iter().map(|s| s.q.pushed()).sum(),
+            mem,
+            l1_sectors: sms().map(|sm| sm.l1_cache.hits + sm.l1_cache.misses).sum(),
+            l1_hits: sms().map(|sm| sm.l1_cache.hits).sum(),
             occupancy: self.occ,
         };
         (stats, self.mem)

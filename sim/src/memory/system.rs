@@ -169,7 +169,9 @@ impl MemSys {
         self.access(sm, now, addr, bytes, true, rng)
     }
 
-    fn access(
+    /// Reads or writes `bytes` at `addr` for SM `sm`, requested at `now` (as
+    /// [`MemSys::read`] and [`MemSys::write`]).
+    pub(crate) fn access(
         &mut self,
         sm: u32,
         now: u64,
@@ -298,6 +300,16 @@ impl MemSys {
     /// Moves `bytes` through SM `sm`'s port to L2 starting no earlier than `now`.
     pub fn port(&mut self, sm: u32, now: u64, bytes: u64) -> u64 {
         self.ports[sm as usize].book(now, bytes)
+    }
+
+    /// Hands over the SMs' ports, by SM: during a run each SM books its own (they are its
+    /// alone), and [`MemSys::restore_ports`] gives them back.
+    pub fn take_ports(&mut self) -> Vec<Link> {
+        std::mem::take(&mut self.ports)
+    }
+
+    pub fn restore_ports(&mut self, ports: Vec<Link>) {
+        self.ports = ports;
     }
 
     /// The present kernel starts: its totals count from here.

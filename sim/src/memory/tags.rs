@@ -221,6 +221,11 @@ impl<X: ZeroInit> SectorTags<X> {
         first + pick.unwrap_or(0)
     }
 
+    /// When way `slot`'s data is there.
+    pub fn ready_of(&self, slot: usize) -> u64 {
+        self.state[slot].ready
+    }
+
     pub fn set_ready(&mut self, slot: usize, cycle: u64) {
         self.state[slot].ready = cycle;
     }

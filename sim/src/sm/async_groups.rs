@@ -7,9 +7,10 @@
 //! Completion times are known when a copy issues, so a wait is a timed stall (`bulk_wait`), not
 //! a waiter list.
 
+use crate::engine::crossing::PENDING;
 use crate::engine::error::Fault;
 use crate::engine::schedule::Outcome;
-use crate::engine::Engine;
+use crate::engine::Shard;
 use crate::observe::warp_state::State;
 use isa::expr::Code;
 
@@ -17,30 +18,74 @@ use std::collections::VecDeque;
 
 #[derive(Clone, Debug, Default)]
 pub struct AsyncGroups {
-    /// Completion cycle of the open (uncommitted) group's copies.
-    open: u64,
-    /// Completion cycle of each committed group, oldest first.
-    committed: VecDeque<u64>,
+    /// The open (uncommitted) group.
+    open: Group,
+    /// Each committed group not yet known complete, oldest first.
+    committed: VecDeque<Group>,
+    /// Groups committed so far, and those dropped from the front of `committed`: a group's
+    /// number is the count of commits before it.
+    commits: u64,
+    dropped: u64,
+}
+
+/// A group's completion cycle so far, and its copies whose completion is still on its way from
+/// the memory system (`crate::engine::crossing`).
+#[derive(Clone, Copy, Debug, Default)]
+struct Group {
+    done: u64,
+    pending: u32,
+}
+
+impl Group {
+    /// When it completes ([`PENDING`] while a copy's answer is on its way).
+    fn until(&self) -> u64 {
+        if self.pending > 0 {
+            PENDING
+        } else {
+            self.done
+        }
+    }
 }
 
 impl AsyncGroups {
     /// A copy of the open group completes at `done`.
     pub fn add(&mut self, done: u64) {
-        self.open = self.open.max(done);
+        self.open.done = self.open.done.max(done);
+    }
+
+    /// A copy of the open group whose completion is on its way; returns the group's number
+    /// for [`AsyncGroups::deliver`].
+    pub fn add_pending(&mut self) -> u64 {
+        self.open.pending += 1;
+        self.commits
+    }
+
+    /// The answer to a copy of group `group` ([`AsyncGroups::add_pending`]): it completes at
+    /// `done`.
+    pub fn deliver(&mut self, group: u64, done: u64) {
+        let g = if group == self.commits {
+            &mut self.open
+        } else {
+            &mut self.committed[(group - self.dropped) as usize]
+        };
+        g.done = g.done.max(done);
+        g.pending -= 1;
     }
 
     pub fn commit(&mut self) {
-        let t = std::mem::take(&mut self.open);
-        self.committed.push_back(t);
+        let g = std::mem::take(&mut self.open);
+        self.committed.push_back(g);
+        self.commits += 1;
     }
 
     /// When `wait_group(n)` issued at `now` may pass: `None` if at once.
     pub fn wait_until(&mut self, now: u64, n: usize) -> Option<u64> {
-        while self.committed.front().is_some_and(|&t| t <= now) {
+        while self.committed.front().is_some_and(|g| g.until() <= now) {
             self.committed.pop_front();
+            self.dropped += 1;
         }
         let older = self.committed.len().saturating_sub(n);
-        self.committed.iter().take(older).max().copied()
+        self.committed.iter().take(older).map(Group::until).max()
     }
 }
 
@@ -51,7 +96,7 @@ pub(crate) enum GroupKind {
     CpAsync,
 }
 
-impl Engine<'_> {
+impl Shard<'_> {
     fn groups(&mut self, w: u32, kind: GroupKind) -> &mut AsyncGroups {
         let warp = &mut self.warps[w as usize];
         match kind {

@@ -24,7 +24,7 @@
 use crate::engine::error::Fault;
 use crate::engine::event::Event;
 use crate::engine::schedule::{Outcome, Pending};
-use crate::engine::Engine;
+use crate::engine::Shard;
 use crate::observe::warp_state::State;
 use isa::expr::Code;
 use isa::program::{BarRef, SlotRef};
@@ -77,7 +77,7 @@ pub(crate) struct RemoteArrival {
     pc: u32,
 }
 
-impl Engine<'_> {
+impl Shard<'_> {
     /// The CTA of cluster rank `rank` (an expression) of warp `w`'s cluster, with the rank.
     pub(crate) fn cluster_cta(
         &self,

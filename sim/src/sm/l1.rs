@@ -17,6 +17,7 @@
 //! nothing is allocated for a store, and no load of this SM reads stale data. Register spills
 //! have their own model of the L1 (`crate::sm::local`).
 
+use crate::engine::crossing::PENDING;
 use crate::memory::tags::{Replacement, SectorTags, SetIndex};
 
 /// One SM's L1 data cache for the present kernel.
@@ -77,11 +78,22 @@ impl L1Cache {
         }
     }
 
-    /// The missing sectors of a lookup arrive at `at` (the line's data is there once every
-    /// fill it waits for is).
-    pub fn filled(&mut self, l: &LineLookup, at: u64) {
+    /// The missing sectors of a lookup are on their way from L2 as fill `fill` (an id of its
+    /// shard's, `Shard::fills`): until it is answered, the way's data is there at
+    /// `PENDING + fill`.
+    pub fn filling(&mut self, l: &LineLookup, fill: u32) {
         if let Some(tags) = &mut self.tags {
-            tags.set_ready(l.slot, at.max(l.ready));
+            tags.set_ready(l.slot, PENDING + u64::from(fill));
+        }
+    }
+
+    /// Fill `fill` of way `slot` ([`L1Cache::filling`]) is there at `at`, and so the way's
+    /// data, unless a later fill of the way is on its way (that one waits for this one too).
+    pub fn answer_fill(&mut self, slot: usize, fill: u32, at: u64) {
+        if let Some(tags) = &mut self.tags {
+            if tags.ready_of(slot) == PENDING + u64::from(fill) {
+                tags.set_ready(slot, at);
+            }
         }
     }
 }
@@ -113,6 +125,12 @@ mod tests {
         assert_eq!(runs(0).count(), 0);
     }
 
+    /// The missing sectors of lookup `l` come as fill `id`, answered at `at`.
+    fn fill(l1: &mut L1Cache, l: &LineLookup, id: u32, at: u64) {
+        l1.filling(l, id);
+        l1.answer_fill(l.slot, id, at.max(l.ready));
+    }
+
     /// Reads `lines` whole lines (4 sectors) in order, `passes` times, each fill arriving at
     /// once; returns the hit rate of the last pass.
     fn passes(l1: &mut L1Cache, lines: u64, passes: u32) -> f64 {
@@ -121,7 +139,7 @@ mod tests {
             before = (l1.hits, l1.misses);
             for line in 0..lines {
                 let l = l1.lookup(line, 0b1111);
-                l1.filled(&l, 0);
+                fill(l1, &l, 0, 0);
             }
         }
         let hits = (l1.hits - before.0) as f64;
@@ -153,13 +171,16 @@ mod tests {
         // One word of sector 2: only that sector comes in.
         let a = l1.lookup(5, 0b0100);
         assert_eq!(a.missing, 0b0100);
-        l1.filled(&a, 500);
+        // While the fill is on its way, a lookup sees its id; once answered, its time.
+        l1.filling(&a, 7);
+        assert_eq!(l1.lookup(5, 0b0100).ready, PENDING + 7);
+        l1.answer_fill(a.slot, 7, 500);
         // The whole line: sector 2 hits (its fill arrives at 500), the other three miss.
         let b = l1.lookup(5, 0b1111);
         assert_eq!((b.missing, b.ready, b.slot), (0b1011, 500, a.slot));
-        l1.filled(&b, 300);
+        fill(&mut l1, &b, 8, 300);
         assert_eq!(l1.lookup(5, 0b0001).ready, 500);
-        assert_eq!((l1.hits, l1.misses), (2, 4));
+        assert_eq!((l1.hits, l1.misses), (3, 4));
     }
 
     #[test]

@@ -18,9 +18,10 @@
 //! back, plus the latency), a write for a store. Measured on the H200: calibration/spill.cu
 //! (h200-spill.csv), `sim validate` group `spill`.
 
+use crate::engine::crossing::Then;
 use crate::engine::error::Fault;
 use crate::engine::schedule::{Outcome, Pending};
-use crate::engine::Engine;
+use crate::engine::Shard;
 use crate::observe::warp_state::State;
 use isa::expr::Code;
 use isa::program::Pipe;
@@ -74,7 +75,7 @@ pub(crate) fn spilled_share(carry: u64, n: u64, spilled: u64, live: u64) -> (u64
     (total / live, total % live)
 }
 
-impl Engine<'_> {
+impl Shard<'_> {
     /// Registers per thread warp `w`'s role spills, and its live values (0, 0 when it spills
     /// none): what fraction of its compute touches local memory.
     fn spill_ratio(&self, w: u32) -> (u64, u64) {
@@ -215,26 +216,39 @@ impl Engine<'_> {
             + self.frame_index(w) * self.frame_stride
             + u64::from(slot) * VALUE_BYTES;
         let miss = self.sms[sm as usize].local_bytes > l.l1_bytes;
-        let (_, mut done) = self.book_l1(sm, 1);
+        let latency = l.latency;
+        let (_, done) = self.book_l1(sm, 1);
         let s = &mut self.sms[sm as usize];
         if miss {
             let through = s.local_miss.book(done, VALUE_BYTES);
-            let back = if store {
-                self.mem
-                    .write(sm, through, addr, VALUE_BYTES, &mut self.rng)
+            self.book_horizon(through);
+            let from = self.next_request();
+            if store {
+                self.request(sm, through, addr, VALUE_BYTES, true);
             } else {
-                self.mem.read(sm, done, addr, VALUE_BYTES, &mut self.rng)
-            };
-            done = back.max(through);
+                self.request(sm, done, addr, VALUE_BYTES, false);
+                self.warps[w as usize].load_pending(None);
+            }
+            let load = (!store).then_some(latency);
+            self.then(
+                from,
+                Then::Local {
+                    warp: w,
+                    load,
+                    done: through,
+                },
+            );
+        } else {
+            self.book_horizon(done);
+            if !store {
+                self.warps[w as usize].scoreboard(done + latency, State::LongScoreboard);
+            }
         }
-        self.book_horizon(done);
-        let latency = l.latency;
         let warp = &mut self.warps[w as usize];
         if store {
             warp.local.stores += 1;
         } else {
             warp.local.loads += 1;
-            warp.scoreboard(done + latency, State::LongScoreboard);
         }
         warp.local.misses += u64::from(miss);
     }

@@ -9,9 +9,10 @@
 //! are, `engine::server`). While `l1.queue` accesses wait for the stage, the next global one
 //! waits to issue (`lg_throttle`).
 
+use crate::engine::crossing::{Then, PENDING};
 use crate::engine::error::Fault;
 use crate::engine::schedule::{Outcome, Pending};
-use crate::engine::Engine;
+use crate::engine::Shard;
 use crate::memory::coalesce::{line_requests, line_sectors, sectors};
 use crate::observe::warp_state::State;
 use crate::sm::l1::{runs, LineLookup};
@@ -19,7 +20,7 @@ use crate::sm::smem::wavefronts;
 use isa::expr::Code;
 use isa::program::{CounterRef, SlotRef};
 
-impl Engine<'_> {
+impl Shard<'_> {
     /// A global access waits for room in the L1's queue (`l1.queue` accesses waiting for the
     /// tag stage); a store first for the registers it writes out.
     pub(crate) fn global_outcome(&mut self, w: u32, store: bool, at: Pending) -> Outcome {
@@ -90,14 +91,22 @@ impl Engine<'_> {
         let sm = self.warps[w as usize].sm;
         let least = self.p.l1.access_cycles;
         let (start, tagged) = self.book_l1_global(sm, requests.len() as u64, least);
-        let sent = self.mem.port(sm, start, sectors.len() as u64 * sector);
-        let mut done = tagged.max(sent);
+        let sent = self.ports[sm as usize].book(start, sectors.len() as u64 * sector);
+        let done = tagged.max(sent);
+        let from = self.next_request();
         for (a, n) in requests {
-            done = done.max(self.mem.write(sm, sent, a, n, &mut self.rng));
+            self.request(sm, sent, a, n, true);
         }
+        // What is known now counts at once: a run stopped before the answers still covers
+        // the port's booking.
         self.book_horizon(done);
-        let warp = &mut self.warps[w as usize];
-        warp.stores_done = warp.stores_done.max(done);
+        if self.next_request() == from {
+            let warp = &mut self.warps[w as usize];
+            warp.stores_done = warp.stores_done.max(done);
+        } else {
+            self.warps[w as usize].stores_pending += 1;
+            self.then(from, Then::Store { warp: w, done });
+        }
         Ok(())
     }
 
@@ -116,13 +125,31 @@ impl Engine<'_> {
     ) -> Result<(), Fault> {
         let sectors = self.tensor_sectors(w, tensor, addr, width)?;
         let sm = self.warps[w as usize].sm;
-        let done = if l1 && self.sms[sm as usize].l1_cache.enabled() {
+        let from = self.next_request();
+        let (done, waits) = if l1 && self.sms[sm as usize].l1_cache.enabled() {
             self.cached_load(sm, &sectors)
         } else {
-            self.uncached_load(sm, &sectors)
+            (self.uncached_load(sm, &sectors), Vec::new())
         };
         self.book_horizon(done);
-        self.warps[w as usize].load_result(sb, done, State::LongScoreboard);
+        if self.next_request() == from && waits.is_empty() {
+            self.warps[w as usize].load_result(sb, done, State::LongScoreboard);
+        } else {
+            self.warps[w as usize].load_pending(sb);
+            let then = Then::Load {
+                warp: w,
+                sb,
+                done,
+                waits,
+            };
+            if self.next_request() == from {
+                // It only hit lines still filling: its continuation comes after the fills it
+                // waits for, with the batch of the latest.
+                self.then_after_fills(then);
+            } else {
+                self.then(from, then);
+            }
+        }
         Ok(())
     }
 
@@ -132,9 +159,9 @@ impl Engine<'_> {
         let requests = line_requests(sectors, sector, self.p.memory.l2.line_bytes);
         let least = self.p.l1.access_cycles;
         let (start, tagged) = self.book_l1_global(sm, requests.len() as u64, least);
-        let mut done = tagged.max(self.mem.port(sm, start, sectors.len() as u64 * sector));
+        let done = tagged.max(self.ports[sm as usize].book(start, sectors.len() as u64 * sector));
         for (a, n) in requests {
-            done = done.max(self.mem.read(sm, start, a, n, &mut self.rng));
+            self.request(sm, start, a, n, false);
         }
         done
     }
@@ -142,7 +169,9 @@ impl Engine<'_> {
     /// A load of `sectors` through the SM's L1 data cache: a load that hits all its lines
     /// holds the tag stage `l1.hit_cycles` at least, one that misses any `l1.access_cycles`;
     /// each run of a line's missing sectors is one L2 request, and only they cross the port.
-    fn cached_load(&mut self, sm: u32, sectors: &[u64]) -> u64 {
+    /// Returns when the load is done as far as is known now, and the fills still on their way
+    /// of the lines it hit.
+    fn cached_load(&mut self, sm: u32, sectors: &[u64]) -> (u64, Vec<u32>) {
         let (sector, line_bytes) = (self.p.memory.sector_bytes, self.p.memory.l2.line_bytes);
         let cache = &mut self.sms[sm as usize].l1_cache;
         let found: Vec<(u64, u8, LineLookup)> = line_sectors(sectors, sector, line_bytes)
@@ -162,25 +191,40 @@ impl Engine<'_> {
         let hit_latency = l1.hit_latency;
         let (start, tagged) = self.book_l1_global(sm, found.len() as u64, least);
         let mut done = tagged;
+        let mut waits = Vec::new();
         if missing > 0 {
-            done = done.max(self.mem.port(sm, start, missing * sector));
+            done = done.max(self.ports[sm as usize].book(start, missing * sector));
         }
         for (line, touched, l) in found {
             if touched & !l.missing != 0 {
-                done = done.max(tagged + hit_latency).max(l.ready);
+                done = done.max(tagged + hit_latency);
+                match l.ready.checked_sub(PENDING) {
+                    // The line's fill is on its way: the load waits for its answer.
+                    Some(fill) => waits.push(fill as u32),
+                    None => done = done.max(l.ready),
+                }
             }
             if l.missing != 0 {
-                let mut back = 0;
+                let from = self.next_request();
                 for (first, count) in runs(l.missing) {
                     let at = line * line_bytes + u64::from(first) * sector;
                     let bytes = u64::from(count) * sector;
-                    back = back.max(self.mem.read(sm, start, at, bytes, &mut self.rng));
+                    self.request(sm, start, at, bytes, false);
                 }
-                self.sms[sm as usize].l1_cache.filled(&l, back);
-                done = done.max(back);
+                let fill = self.fills.open();
+                self.sms[sm as usize].l1_cache.filling(&l, fill);
+                self.then(
+                    from,
+                    Then::L1Fill {
+                        sm,
+                        slot: l.slot,
+                        fill,
+                        before: l.ready,
+                    },
+                );
             }
         }
-        done
+        (done, waits)
     }
 
     /// cp.async: per lane, `width` bytes from byte `src` of `tensor` to byte `addr` of slot
@@ -204,9 +248,10 @@ impl Engine<'_> {
         let requests = line_requests(&sectors, sector, self.p.memory.l2.line_bytes);
         let least = self.p.l1.access_cycles;
         let (start, tagged) = self.book_l1_global(sm, requests.len() as u64, least);
-        let mut back = tagged.max(self.mem.port(sm, start, sectors.len() as u64 * sector));
+        let back = tagged.max(self.ports[sm as usize].book(start, sectors.len() as u64 * sector));
+        let from = self.next_request();
         for (a, n) in requests {
-            back = back.max(self.mem.read(sm, start, a, n, &mut self.rng));
+            self.request(sm, start, a, n, false);
         }
         // The shared-memory write is booked at issue (keeping the port in time order);
         // the copy completes when both the data and the write are through.
@@ -214,7 +259,19 @@ impl Engine<'_> {
         let (_, written) = self.sms[sm as usize].port.book(now, wf as u64);
         let done = back.max(written);
         self.book_horizon(done);
-        self.warps[w as usize].copies.add(done);
+        if self.next_request() == from {
+            self.warps[w as usize].copies.add(done);
+        } else {
+            let group = self.warps[w as usize].copies.add_pending();
+            self.then(
+                from,
+                Then::CpAsync {
+                    warp: w,
+                    group,
+                    done,
+                },
+            );
+        }
         Ok(())
     }
 
@@ -243,8 +300,10 @@ impl Engine<'_> {
         let c = self.counter_index(w, counter)?;
         let sm = self.warps[w as usize].sm;
         let addr = self.counter_base + c as u64 * 128;
-        let ready = self.mem.read(sm, self.now, addr, 4, &mut self.rng);
-        self.warps[w as usize].hold_until(ready, State::LongScoreboard);
+        let from = self.next_request();
+        self.request(sm, self.now, addr, 4, false);
+        self.warps[w as usize].sync_pending();
+        self.then(from, Then::Poll { warp: w });
         Ok(())
     }
 
@@ -265,7 +324,9 @@ impl Engine<'_> {
     }
 
     pub(crate) fn fence_outcome(&self, w: u32) -> Outcome {
-        match self.warps[w as usize].stores_done {
+        let warp = &self.warps[w as usize];
+        match warp.stores_done {
+            _ if warp.stores_pending > 0 => Outcome::StallUntil(State::LongScoreboard, PENDING),
             t if t > self.now => Outcome::StallUntil(State::LongScoreboard, t),
             _ => Outcome::Ready,
         }
@@ -294,7 +355,8 @@ impl Engine<'_> {
             Some(&r) => r,
             None => {
                 let addr = self.counter_base + c as u64 * 128;
-                let ready = self.mem.write(sm, self.now, addr, 4, &mut self.rng);
+                let from = self.next_request();
+                self.request(sm, self.now, addr, 4, true);
                 let old = self.counters[c];
                 let new = old.checked_add(add).ok_or(Fault::CounterOverflow)?;
                 self.counters[c] = new;
@@ -303,24 +365,40 @@ impl Engine<'_> {
                 }
                 // A spinning warp's next poll sees the value: it reaches the L2 halfway
                 // through the atomic's round trip, and a poll then waits half a round trip on
-                // average for the spinner to issue it.
-                let seen = (self.now + ready) / 2;
+                // average for the spinner to issue it. The waiters it releases wake then,
+                // once its round trip is answered.
                 let mut waiters = std::mem::take(&mut self.counter_waiters[c]);
+                let mut woken = Vec::new();
                 waiters.retain(|&(waiter, value)| {
-                    let woken = new >= value;
-                    if woken {
-                        self.wake_at(waiter, seen);
+                    let wakes = new >= value;
+                    if wakes {
+                        woken.push(waiter);
                     }
-                    !woken
+                    !wakes
                 });
                 self.counter_waiters[c] = waiters;
-                self.ctas[cta].atomics[c].push((old, ready));
-                (old, ready)
+                self.ctas[cta].atomics[c].push((old, PENDING));
+                self.then(
+                    from,
+                    Then::Atomic {
+                        cta: cta as u32,
+                        counter: c,
+                        k,
+                        issued: self.now,
+                        woken,
+                    },
+                );
+                (old, PENDING)
             }
         };
         let warp = &mut self.warps[w as usize];
         warp.env[slot as usize] = value;
-        warp.hold_until(ready, State::LongScoreboard);
+        if ready == PENDING {
+            warp.sync_pending();
+            self.atomic_waiters.push((cta as u32, c, k, w));
+        } else {
+            warp.hold_until(ready, State::LongScoreboard);
+        }
         Ok(())
     }
 }

@@ -15,7 +15,7 @@ use crate::engine::error::Fault;
 use crate::engine::event::Event;
 use crate::engine::hooks::Hook;
 use crate::engine::schedule::Outcome;
-use crate::engine::Engine;
+use crate::engine::Shard;
 use crate::observe::sanitizer::Finding;
 use crate::observe::warp_state::State;
 use isa::expr::Code;
@@ -142,7 +142,7 @@ pub fn poll_sees_at(completed: u64, latency: u64, interval: u64) -> u64 {
     completed + latency + interval / 2
 }
 
-impl Engine<'_> {
+impl Shard<'_> {
     /// `mbarrier.try_wait.parity`: ready when the phase of that parity has completed; otherwise
     /// the warp waits on the barrier.
     pub(crate) fn mbarrier_wait_outcome(

@@ -9,7 +9,7 @@
 use crate::engine::error::Fault;
 use crate::engine::event::Event;
 use crate::engine::hooks::Hook;
-use crate::engine::Engine;
+use crate::engine::Shard;
 use crate::observe::warp_state::State;
 use isa::expr::Code;
 
@@ -66,7 +66,7 @@ impl NamedBarrier {
     }
 }
 
-impl Engine<'_> {
+impl Shard<'_> {
     /// `bar.sync` (`wait`) or `bar.arrive` on the barrier whose id `id` evaluates to.
     pub(crate) fn issue_bar(
         &mut self,

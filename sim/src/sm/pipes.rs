@@ -40,7 +40,7 @@
 use crate::engine::error::Fault;
 use crate::engine::hooks::Hook;
 use crate::engine::schedule::{Outcome, Pending};
-use crate::engine::Engine;
+use crate::engine::Shard;
 use crate::gpu::preset::Preset;
 use crate::observe::warp_state::State;
 use isa::expr::Code;
@@ -132,7 +132,7 @@ pub fn pipe_cycles(p: &Preset, pipe: Pipe) -> u64 {
     }
 }
 
-impl Engine<'_> {
+impl Shard<'_> {
     /// A compute instruction waits for its inputs when it starts, then for its pipe before each
     /// warp-instruction; `None` when its count is zero (nothing to do).
     pub(crate) fn compute_outcome(

@@ -7,7 +7,7 @@
 
 use crate::engine::error::Fault;
 use crate::engine::schedule::Outcome;
-use crate::engine::Engine;
+use crate::engine::Shard;
 use crate::observe::warp_state::State;
 
 #[derive(Clone, Debug)]
@@ -51,7 +51,7 @@ impl RegPool {
     }
 }
 
-impl Engine<'_> {
+impl Shard<'_> {
     /// `setmaxnreg.inc`: ready when the CTA's pool can supply the increase.
     pub(crate) fn setmaxnreg_inc_outcome(&mut self, w: u32, regs: u32) -> Outcome {
         let warp = &self.warps[w as usize];

@@ -16,7 +16,7 @@
 
 use crate::engine::error::Fault;
 use crate::engine::schedule::{Outcome, Pending};
-use crate::engine::Engine;
+use crate::engine::Shard;
 use crate::observe::warp_state::State;
 use isa::expr::Code;
 use isa::program::{LaneAddrs, SlotRef};
@@ -98,7 +98,7 @@ fn contiguous_within_port(
     next - first <= u64::from(banks * bank_bytes)
 }
 
-impl Engine<'_> {
+impl Shard<'_> {
     /// A store waits for the registers it writes out; every access waits for room in the
     /// port's queue.
     pub(crate) fn shared_outcome(&self, w: u32, store: bool, at: Pending) -> Outcome {

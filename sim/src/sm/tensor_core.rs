@@ -22,7 +22,7 @@ use crate::engine::event::Event;
 use crate::engine::hooks::Hook;
 use crate::engine::schedule::{Outcome, Pending};
 use crate::engine::server::Server;
-use crate::engine::Engine;
+use crate::engine::Shard;
 use crate::observe::warp_state::State;
 use isa::expr::Code;
 use isa::program::SlotRef;
@@ -178,7 +178,7 @@ pub(crate) struct WgmmaOperands<'k> {
     pub acc: u16,
 }
 
-impl Engine<'_> {
+impl Shard<'_> {
     /// A wgmma waits for its inputs when it starts; before each HGMMA for the gap after the
     /// warp's last one, then for a place among the `tensor.max_hgmma_in_flight` HGMMAs issued
     /// and not released (the SM's or its warpgroup's; the H200's issuing thread blocks there);

@@ -14,12 +14,12 @@
 //! the shared-memory port (unmeasured), then writes its spans, its bytes leaving no faster
 //! than `tma.store_bytes_per_cycle` (measured: 32 B/cycle an SM, from 1 to 32 issuing warps).
 
+use crate::engine::crossing::Then;
 use crate::engine::error::Fault;
 use crate::engine::event::Event;
 use crate::engine::hooks::Hook;
-use crate::engine::queue::EventQueue;
 use crate::engine::server::fp_per_byte;
-use crate::engine::Engine;
+use crate::engine::Shard;
 use crate::gpu::preset::Tma;
 use crate::observe::warp_state::State;
 use isa::compile::MAX_RANK;
@@ -145,6 +145,8 @@ pub(crate) struct TmaLoad {
     first: u32,
     bar: u32,
     last_chunk: u64,
+    /// The latest of its chunks back so far.
+    pub latest: u64,
     /// The box's rate into shared memory ([`fill_bytes_per_cycle`]) in the fill path's units.
     fill_fp_per_byte: u64,
     bytes: u64,
@@ -180,7 +182,7 @@ pub(crate) struct TmaOperands<'k> {
     pub parts: u32,
 }
 
-impl Engine<'_> {
+impl Shard<'_> {
     /// The global-memory spans (absolute addresses) of the TMA box of buffer `buf` at `coords`.
     fn tma_spans(
         &self,
@@ -246,61 +248,71 @@ impl Engine<'_> {
             first,
             bar: b,
             last_chunk: 0,
+            latest: 0,
             fill_fp_per_byte: fp_per_byte(fill_bytes_per_cycle(&self.p.tma, buf)),
             bytes: op.bytes,
             slot,
             warp: w,
             pc: self.warps[w as usize].pc,
         });
-        // Group the box's spans into chunks that stream back independently. Each chunk is
-        // queued once the next one is complete: the last chunk completes the box, so it is
-        // queued at the latest chunk's time.
+        // Group the box's spans into chunks that stream back independently, each chunk's
+        // requests one continuation (`crate::engine::crossing`): a chunk is queued when it is
+        // back; the last one completes the box, so it is queued at the latest chunk's time.
         let chunk_bytes = self.p.tma.chunk_bytes;
-        let mut held: Option<(u64, u64)> = None;
-        let mut last = at;
-        let mut close = |q: &mut EventQueue<Event>, ready: u64, bytes: u64| {
-            if let Some((t, _)) = held.replace((ready, bytes)) {
-                q.push(t, Event::TmaChunk(i));
-            }
-            last = last.max(ready);
-        };
-        let (mut ready, mut size) = (at, 0u64);
-        // The next row's L2 tags are fetched into the host's cache while this row is booked:
-        // each row's lookup would otherwise wait for them (a quarter of a GEMM's time).
-        let mut spans = spans.peekable();
-        while let Some((addr, len)) = spans.next() {
-            if let Some(&(next, _)) = spans.peek() {
-                self.mem.prefetch(next);
-            }
+        let (mut from, mut size) = (self.next_request(), 0u64);
+        let mut last_chunk = None;
+        for (addr, len) in spans {
             let mut off = 0;
             while off < len {
                 let piece = (len - off).min(chunk_bytes - size);
-                ready = ready.max(self.mem.read(sm, at, addr + off, piece, &mut self.rng));
+                self.request(sm, at, addr + off, piece, false);
                 size += piece;
                 off += piece;
                 if size == chunk_bytes {
-                    close(&mut self.q, ready, size);
-                    (ready, size) = (at, 0);
+                    self.then(from, Then::TmaChunk { load: i, at });
+                    last_chunk = Some(size);
+                    (from, size) = (self.next_request(), 0);
                 }
             }
         }
         if size > 0 {
-            close(&mut self.q, ready, size);
+            self.then(from, Then::TmaChunk { load: i, at });
+            last_chunk = Some(size);
         }
-        match held {
-            Some((_, bytes)) => {
-                self.tma_loads.get_mut(i).last_chunk = bytes;
-                self.q.push(last, Event::TmaLastChunk(i));
+        match last_chunk {
+            Some(bytes) => {
+                let load = self.tma_loads.get_mut(i);
+                (load.last_chunk, load.latest) = (bytes, at);
+                let last = self.batch.conts.last_mut().expect("a chunk was queued");
+                last.then = Then::TmaLast {
+                    load: i,
+                    at,
+                    issued: now,
+                };
             }
             // Entirely outside the tensor: zero fill, no traffic.
-            None => self.q.push(at, Event::TxComplete(i)),
+            None => {
+                self.q.push(at, Event::TxComplete(i));
+                self.tma_last_back(i, at, now);
+            }
+        }
+        Ok(())
+    }
+
+    /// Every chunk of load `i` (issued at `issued`) is back, the last at `last`: its last
+    /// chunk streams in then.
+    pub(crate) fn tma_last_back(&mut self, i: u32, last: u64, issued: u64) {
+        let load = self.tma_loads.get(i);
+        let last = last.max(load.latest);
+        if load.last_chunk > 0 {
+            self.q.push(last, Event::TmaLastChunk(i));
         }
         self.book_horizon(last);
-        // Cycles with at least one load in flight (loads are issued in time order).
-        let unit = &mut self.sms[sm as usize];
-        unit.tma_busy += last.saturating_sub(now.max(unit.tma_covered_until));
+        // Cycles with at least one load in flight (loads are issued, and answered, in time
+        // order).
+        let unit = &mut self.sms[load.sm as usize];
+        unit.tma_busy += last.saturating_sub(issued.max(unit.tma_covered_until));
         unit.tma_covered_until = unit.tma_covered_until.max(last);
-        Ok(())
     }
 
     /// The issuing thread moves on once its own instruction sequence is done
@@ -332,13 +344,25 @@ impl Engine<'_> {
         let traffic: u64 = spans.clone().map(|s| s.1).sum();
         // The unit moves store data at its own rate, below the SM's port to L2.
         let drained = unit.tma_store.book(read_end, traffic);
-        let sent = self.mem.port(sm, read_end, traffic).max(drained);
-        let mut done = sent;
+        let sent = self.ports[sm as usize].book(read_end, traffic).max(drained);
+        let from = self.next_request();
         for (addr, len) in spans {
-            done = done.max(self.mem.write(sm, sent, addr, len, &mut self.rng));
+            self.request(sm, sent, addr, len, true);
         }
-        self.book_horizon(done);
-        self.warps[w as usize].stores.add(done);
+        self.book_horizon(sent);
+        if self.next_request() == from {
+            self.warps[w as usize].stores.add(sent);
+        } else {
+            let group = self.warps[w as usize].stores.add_pending();
+            self.then(
+                from,
+                Then::TmaStore {
+                    warp: w,
+                    group,
+                    sent,
+                },
+            );
+        }
         Ok(())
     }
 
