@@ -63,7 +63,8 @@ impl WarpResult {
         let total = self.cycles[State::WgmmaWait as usize];
         [
             ("issue", self.wgmma_issue_waits),
-            ("wait_group", total - self.wgmma_issue_waits),
+            // See `RoleTotals::wgmma_waits`: a stopped run's shards end at their windows.
+            ("wait_group", total.saturating_sub(self.wgmma_issue_waits)),
         ]
     }
 }
@@ -128,7 +129,9 @@ impl RoleTotals {
         let total = self.cycles[State::WgmmaWait as usize];
         [
             ("issue", self.wgmma_issue_waits),
-            ("wait_group", total - self.wgmma_issue_waits),
+            // A run stopped by an error in another shard: this warp's shard went on to its
+            // window's end, so a wait it closed there may pass the cycles counted to the stop.
+            ("wait_group", total.saturating_sub(self.wgmma_issue_waits)),
         ]
     }
 }
