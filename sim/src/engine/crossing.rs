@@ -17,8 +17,10 @@
 
 use super::event::Event;
 use super::shard::Shard;
+use super::state::Warp;
 use crate::memory::system::MemSys;
 use crate::observe::warp_state::State;
+use crate::sm::async_groups::AsyncGroups;
 use rand_chacha::ChaCha8Rng;
 use std::ops::Range;
 
@@ -224,6 +226,21 @@ impl Shard<'_> {
         }
     }
 
+    /// A store or copy group's answer: its bytes are through at `done`.
+    fn deliver_group(
+        &mut self,
+        w: u32,
+        group: u64,
+        done: u64,
+        groups: impl Fn(&mut Warp) -> &mut AsyncGroups,
+    ) {
+        self.book_horizon(done);
+        if let Some(warp) = self.warps.get_mut(w) {
+            groups(warp).deliver(group, done);
+        }
+        self.wake_answered(w, done);
+    }
+
     /// Applies the answers to a batch's requests, in the order they were made; the emptied
     /// vectors are kept for later windows.
     pub(crate) fn deliver(&mut self, mut conts: Vec<Cont>, mut answers: Vec<u64>) {
@@ -252,12 +269,7 @@ impl Shard<'_> {
                     self.tma_last_back(load, back.max(at), issued)
                 }
                 Then::TmaStore { warp, group, sent } => {
-                    let done = back.max(sent);
-                    self.book_horizon(done);
-                    if let Some(wr) = self.warps.get_mut(warp) {
-                        wr.stores.deliver(group, done);
-                    }
-                    self.wake_answered(warp, done);
+                    self.deliver_group(warp, group, back.max(sent), |w| &mut w.stores)
                 }
                 Then::Store { warp, done } => {
                     let done = back.max(done);
@@ -303,12 +315,7 @@ impl Shard<'_> {
                         .answer_fill(slot, fill, ready);
                 }
                 Then::CpAsync { warp, group, done } => {
-                    let done = back.max(done);
-                    self.book_horizon(done);
-                    if let Some(wr) = self.warps.get_mut(warp) {
-                        wr.copies.deliver(group, done);
-                    }
-                    self.wake_answered(warp, done);
+                    self.deliver_group(warp, group, back.max(done), |w| &mut w.copies)
                 }
                 Then::Local { warp, load, done } => {
                     let done = back.max(done);

@@ -538,29 +538,22 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// The latest of the shards' `cycle` (the run's start without shards).
+    fn latest(&self, cycle: impl Fn(&Shard) -> u64) -> u64 {
+        self.shards.iter().map(cycle).max().unwrap_or(self.start)
+    }
+
     /// The last cycle in which anything happened.
     fn last_cycle(&self) -> u64 {
-        self.shards
-            .iter()
-            .map(|s| s.last)
-            .max()
-            .unwrap_or(self.start)
+        self.latest(|s| s.last)
     }
 
     fn last_progress(&self) -> u64 {
-        self.shards
-            .iter()
-            .map(|s| s.last_progress)
-            .max()
-            .unwrap_or(self.start)
+        self.latest(|s| s.last_progress)
     }
 
     fn horizon(&self) -> u64 {
-        self.shards
-            .iter()
-            .map(|s| s.horizon)
-            .max()
-            .unwrap_or(self.start)
+        self.latest(|s| s.horizon)
     }
 }
 
