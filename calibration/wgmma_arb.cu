@@ -16,6 +16,14 @@
 //              param n<N>_wait<0|1>_<fence|nofence>_<issue|wait>: cycles from before the fence to
 //              after the commit (issue), and from there to the wait's return (wait), median of
 //              rounds 4 to 15. Whether a committed group not yet waited for slows the next issue.
+//   wgmma_order  the order in which the SM grants HGMMA places to two warpgroups: warpgroup 1
+//              starts when warpgroup 0's thread 0 has issued K of its G0 wgmmas (it arrives on an
+//              mbarrier warpgroup 1 sleeps on in try_wait: no spinning warp shares the
+//              partitions), then issues G1. Every warp reads clock64 right after each wgmma
+//              issues (a wgmma issues once the SM has a place for it); param
+//              g<G0>_<G1>_k<K>_wg<w>_i<i>: the latest of the warpgroup's four warps for its i-th
+//              wgmma, and _done after wait_group 0, in cycles after warpgroup 0's first, median
+//              of 20 repetitions; N = 128, SS.
 // What the rows tell: if the pipe served HGMMAs first come first served, a warpgroup arriving
 // while the other's HGMMAs are queued would finish after all of them; if it alternates between
 // the warpgroups, the late one's few HGMMAs finish about twice their own time after it starts.
@@ -123,6 +131,68 @@ __global__ void __launch_bounds__(128, 1) fence_kernel(int sc, long long* out, f
   if (s == 1.2345f) sink[threadIdx.x] = s;
 }
 
+// wgmma_order: warpgroup w issues G wgmmas (SS, N = 128), each followed by a clock64 read;
+// warpgroup 0's thread 0 releases warpgroup 1 after its K-th. st[i] for i < G, st[S] done.
+template <int G, int S>
+__device__ __forceinline__ void order_group(float (&d)[64], uint64_t da, uint64_t db, int K, uint32_t go,
+                                            long long* st) {
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+  for (int k = 0; k < G; ++k) {
+    if (k == K && threadIdx.x == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(go) : "memory");
+    Wgmma<128>::ss(d, da, db, 1);
+    st[k] = clock64();
+  }
+  if (K >= G && threadIdx.x == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(go) : "memory");
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  st[S] = clock64();
+}
+
+template <int G0, int G1>
+__global__ void __launch_bounds__(256, 1) order_kernel(int K, long long* out, float* sink) {
+  __shared__ __align__(128) uint16_t smem[(64 + 256) * 16];
+  __shared__ __align__(8) uint64_t go;
+  for (int i = threadIdx.x; i < (64 + 256) * 16; i += blockDim.x) smem[i] = 0x3c00 + (i & 7);
+  const uint32_t bar = (uint32_t)__cvta_generic_to_shared(&go);
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  const uint32_t base = (uint32_t)__cvta_generic_to_shared(smem);
+  const uint64_t da = desc(base), db = desc(base + 64 * 16 * 2);
+  float d[64];
+#pragma unroll
+  for (int i = 0; i < 64; ++i) d[i] = 0.f;
+  const int wg = threadIdx.x / 128, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  constexpr int G = G0 > G1 ? G0 : G1;
+  for (int r = 0; r < kReps; ++r) {
+    __syncthreads();
+    if (threadIdx.x == 0) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar));
+    __syncthreads();
+    long long st[G + 1];
+    if (wg == 0) {
+      order_group<G0, G>(d, da, db, K, bar, st);
+    } else {
+      for (;;) {
+        uint32_t ok;
+        asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n"
+                     " selp.u32 %0, 1, 0, p;\n}\n" : "=r"(ok) : "r"(bar) : "memory");
+        if (ok) break;
+      }
+      order_group<G1, G>(d, da, db, G1, bar, st);
+    }
+    // Unrolled with a constant bound so that the stamps stay in registers.
+    const int g = wg == 0 ? G0 : G1;
+    if (lane == 0) {
+#pragma unroll
+      for (int k = 0; k <= G; ++k)
+        if (k < g || k == G) out[(r * 8 + warp) * (G + 1) + (k == G ? g : k)] = st[k];
+    }
+  }
+  float s = 0;
+#pragma unroll
+  for (int i = 0; i < 64; ++i) s += d[i];
+  if (s == 1.2345f) sink[threadIdx.x] = s;
+}
+
 static double median(std::vector<long long> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -160,6 +230,35 @@ static void arb(int delay1, long long* d_out, float* sink) {
       char p[96];
       snprintf(p, sizeof p, "%s_wg%d_%s", name, wg, stamps[k]);
       row("wgmma_arb", p, median(*v[k]), "cycles");
+    }
+  }
+}
+
+template <int G0, int G1>
+static void order(int K, long long* d_out, float* sink) {
+  constexpr int G = G0 > G1 ? G0 : G1;
+  order_kernel<G0, G1><<<1, 256>>>(K, d_out, sink);  // warm-up
+  LAUNCH_CHECK();
+  order_kernel<G0, G1><<<1, 256>>>(K, d_out, sink);
+  LAUNCH_CHECK();
+  std::vector<long long> h(kReps * 8 * (G + 1));
+  CHECK(cudaMemcpy(h.data(), d_out, h.size() * sizeof(long long), cudaMemcpyDeviceToHost));
+  // Per repetition, per warpgroup and stamp: the latest of its four warps, relative to
+  // warpgroup 0's first wgmma (its earliest warp).
+  for (int wg = 0; wg < 2; ++wg) {
+    const int g = wg == 0 ? G0 : G1;
+    for (int k = 0; k <= g; ++k) {
+      std::vector<long long> v;
+      for (int r = kDrop; r < kReps; ++r) {
+        long long t0 = 1LL << 62, t = 0;
+        for (int w = 0; w < 4; ++w) t0 = std::min(t0, h[(r * 8 + w) * (G + 1)]);
+        for (int w = wg * 4; w < wg * 4 + 4; ++w) t = std::max(t, h[(r * 8 + w) * (G + 1) + k]);
+        v.push_back(t - t0);
+      }
+      char p[64];
+      if (k < g) snprintf(p, sizeof p, "g%d_%d_k%d_wg%d_i%d", G0, G1, K, wg, k);
+      else snprintf(p, sizeof p, "g%d_%d_k%d_wg%d_done", G0, G1, K, wg);
+      row("wgmma_order", p, median(v), "cycles");
     }
   }
 }
@@ -205,6 +304,12 @@ int main() {
   arb<128, false, 16, true, 4>(200, d_out, sink);
   // Wider wgmmas: fewer, longer HGMMAs.
   arb<256, false, 8, false, 2>(200, d_out, sink);
+  // The order of places: warpgroup 1 released after K of warpgroup 0's wgmmas.
+  long long* d_order;
+  CHECK(cudaMalloc(&d_order, kReps * 8 * 17 * sizeof(long long)));
+  for (int k : {0, 2, 4, 7, 8}) order<8, 8>(k, d_order, sink);
+  for (int k : {4, 8, 12}) order<16, 4>(k, d_order, sink);
+  order<16, 16>(8, d_order, sink);
   fence_case<128, 0, true>(d_out, sink);
   fence_case<128, 1, true>(d_out, sink);
   fence_case<128, 0, false>(d_out, sink);

@@ -1075,3 +1075,42 @@ fn a_fence_waits_for_the_warps_stores() {
         "with a fence {with}, without {without}"
     );
 }
+
+/// `FenceProxyAsync` holds the warp until its shared-memory stores are written: one warp's 16
+/// stores of 16 bytes a lane book 4 wavefronts each, 64 cycles of the port, and `mio_throttle`
+/// lets the warp issue them up to `smem.queue_cycles` (32) ahead of the port, so after the last
+/// one the port still owes 32 + 4 cycles, which the fence waits before the ALU work.
+#[test]
+fn a_proxy_fence_waits_for_the_warps_shared_stores() {
+    let text = |fence: &str| {
+        format!(
+            r#"Scenario(
+    name: "proxy_fence",
+    gpu: "h100-sxm",
+    kernel: Kernel(
+        regs_per_thread: 32,
+        smem: [Buffer(name: "sP", dtype: BF16, shape: [64, 64])],
+        roles: [Role(name: "w", regs: 32, program: [
+            If(cond: "warp == 0", then: [
+                Loop(var: "s", count: 16, body: [
+                    StShared(buf: "sP", addr: "(s * 32 + lane) * 16", width: 16),
+                ]),
+                {fence}
+                Alu(100),
+            ]),
+        ])],
+    ),
+)"#
+        )
+    };
+    let cycles = |fence: &str| {
+        let path = temp_scenario(&format!("proxy_fence{}.ron", fence.len()), &text(fence));
+        let (kernel, preset) = run::load(&path, &sets(&[])).unwrap();
+        Engine::new(&kernel, &preset, Config::default())
+            .run()
+            .unwrap()
+            .cycles
+    };
+    let (with, without) = (cycles("FenceProxyAsync,"), cycles(""));
+    assert_eq!(with - without, 36, "with a fence {with}, without {without}");
+}

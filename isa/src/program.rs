@@ -502,6 +502,8 @@ pub enum Inst {
     },
     /// Waits for the warp's global stores to be acknowledged.
     Fence,
+    /// Waits for the warp's shared-memory stores to be written (`fence.proxy.async`).
+    FenceProxyAsync,
     /// cp.async: per lane, `width` bytes from byte `src` of `tensor` to byte `addr` of `dst`.
     CpAsync {
         tensor: u16,

@@ -759,6 +759,9 @@ pub enum Instr {
     /// `fence.acq_rel.gpu` (`__threadfence()`): the warp waits until its global stores are
     /// acknowledged, so that a later `AtomicAdd` releases them, then for the memory barrier.
     Fence,
+    /// `fence.proxy.async.shared::cta`: the warp waits until its shared-memory stores are
+    /// written, so that the async proxy (a wgmma's operand reads, a TMA store) sees them.
+    FenceProxyAsync,
     /// Ampere `cp.async`: each lane copies `width` bytes (4, 8 or 16) from byte `src` of
     /// `tensor` to byte `addr` of the slot `dst`, asynchronously (both may use `lane`).
     CpAsync {
@@ -840,6 +843,7 @@ impl Instr {
             Instr::AtomicAdd { .. } => "atom.add",
             Instr::WaitCounter { .. } => "wait counter",
             Instr::Fence => "fence.acq_rel.gpu",
+            Instr::FenceProxyAsync => "fence.proxy.async",
             Instr::CpAsync { .. } => "cp.async",
             Instr::CpAsyncCommit => "cp.async.commit_group",
             Instr::CpAsyncWait(_) => "cp.async.wait_group",

@@ -174,6 +174,7 @@ impl Compiler<'_> {
                 value: self.code(value, Names::Program, path)?,
             },
             Instr::Fence => Inst::Fence,
+            Instr::FenceProxyAsync => Inst::FenceProxyAsync,
             Instr::CpAsync {
                 tensor,
                 src,

@@ -251,6 +251,7 @@ impl Shard<'_> {
                             after_tma_issue: false,
                             atomics: vec![0; k.counters.len()],
                             stores_done: 0,
+                            smem_stores_done: 0,
                             stores_pending: 0,
                             dsmem_loads: Vec::new(),
                             regs: k.regs_per_thread,

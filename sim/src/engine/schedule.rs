@@ -295,6 +295,7 @@ impl Shard<'_> {
             Inst::CpAsync { .. } => self.global_outcome(w, false, at),
             Inst::WaitCounter { counter, value } => self.wait_counter_outcome(w, counter, value)?,
             Inst::Fence => self.fence_outcome(w),
+            Inst::FenceProxyAsync => self.proxy_fence_outcome(w),
             Inst::TmaStoreCommit
             | Inst::CpAsyncCommit
             | Inst::RegRead { .. }
@@ -369,7 +370,7 @@ impl Shard<'_> {
                 self.pass_wgmma_wait(w, n)?;
                 true
             }
-            Inst::WgmmaFence => true,
+            Inst::WgmmaFence | Inst::FenceProxyAsync => true,
             Inst::TmaStoreWait { .. } | Inst::CpAsyncWait { .. } => true,
             Inst::WgmmaCommit => {
                 self.issue_wgmma_commit(w);

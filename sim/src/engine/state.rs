@@ -79,6 +79,9 @@ pub(crate) struct Warp {
     pub atomics: Vec<u32>,
     /// When the warp's global stores so far are acknowledged (what a `Fence` waits for).
     pub stores_done: u64,
+    /// When the warp's shared-memory stores so far are written (what a `FenceProxyAsync`
+    /// waits for).
+    pub smem_stores_done: u64,
     /// Global stores whose acknowledgements are still on their way.
     pub stores_pending: u32,
     /// When each of the warp's distributed-shared-memory loads returns (those still in flight

@@ -137,11 +137,22 @@ impl Shard<'_> {
         let sm = self.warps[w as usize].sm as usize;
         let (_, end) = self.sms[sm].port.book(self.now, wf as u64);
         self.book_horizon(end);
-        if !store {
-            let ready = end + self.p.smem.latency;
-            self.warps[w as usize].load_result(sb, ready, State::ShortScoreboard);
+        let warp = &mut self.warps[w as usize];
+        if store {
+            warp.smem_stores_done = warp.smem_stores_done.max(end);
+        } else {
+            warp.load_result(sb, end + self.p.smem.latency, State::ShortScoreboard);
         }
         Ok(())
+    }
+
+    /// `fence.proxy.async`: the warp's shared-memory stores are written once their wavefronts
+    /// have passed the port; the fence holds the warp (`membar`) until then.
+    pub(crate) fn proxy_fence_outcome(&self, w: u32) -> Outcome {
+        match self.warps[w as usize].smem_stores_done {
+            t if t > self.now => Outcome::StallUntil(State::Membar, t),
+            _ => Outcome::Ready,
+        }
     }
 }
 

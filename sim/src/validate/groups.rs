@@ -342,9 +342,9 @@ pub(super) const GROUPS: &[Group] = &[
                technique on at head dim 128 against these rows, 3-4% against the cycles Nsight \
                Compute counts for the same builds (fa3_cycles): NVML's clock, this group's \
                basis, reads 11-14% above the cycles the kernel runs. At head \
-               dim 64 (192 x 192 tiles, 3 consumer warpgroups) ping-pong adds 19% on the chip, \
-               1% in the model (FA3 puts P in shared memory for an SS P V there, the model \
-               keeps it in registers); at 256 (128 x 80, no ping-pong, as FA3 runs it) the \
+               dim 64 (192 x 192 tiles, 3 consumer warpgroups, P through shared memory for an SS \
+               P V as FA3 runs it there, pv_smem) ping-pong adds 19% on the chip and costs \
+               3% in the model, whose warpgroups never fall into step without it; at 256 (128 x 80, no ping-pong, as FA3 runs it) the \
                model is 7-9% fast, 13-16% without intra-warpgroup overlap",
     },
     Group {

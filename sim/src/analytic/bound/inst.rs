@@ -203,6 +203,7 @@ impl Walk<'_> {
             }
             Inst::TmaStoreCommit
             | Inst::Fence
+            | Inst::FenceProxyAsync
             | Inst::TmaStoreWait { .. }
             | Inst::Arrive { .. }
             | Inst::ArriveExpectTx { .. }
