@@ -245,6 +245,7 @@ fn text(p: &Pipeline, bug: &Bug) -> String {
                 Loop(var: "r", count: "bn / 16", body: [
                     StShared(buf: "sC", addr: "((r * {warps} + warp_id - 4) * 32 + lane) * 16", width: 16),
                 ]),
+                FenceProxyAsync,
                 {barrier}
                 If(cond: "warp_id == 4", then: [
                     TmaStore(tensor: "C", coords: [0, 0], src: "sC"),
@@ -423,7 +424,7 @@ fn expect(p: &Pipeline, bug: &Bug) -> Expect {
         Bug::BarrierShort(j) => Expect::Deadlock {
             role: "consumer",
             why: format!(
-                "program[5] bar.sync: waits at named barrier 1: {ct} of {} threads arrived",
+                "program[6] bar.sync: waits at named barrier 1: {ct} of {} threads arrived",
                 ct + 32 * j
             ),
         },
@@ -526,7 +527,8 @@ fn issued(p: &Pipeline, bug: &Bug) -> [(&'static str, u64); 2] {
         (Bug::EarlyRelease, _) | (_, 0) => kt,
         _ => kt - 1,
     };
-    let epilogue = p.bn as u64 / 8 + p.bn as u64 / 16 + 1;
+    // The conversion, the stores, the proxy fence and the barrier.
+    let epilogue = p.bn as u64 / 8 + p.bn as u64 / 16 + 2;
     let mut consumer = 4 * p.consumers as u64 * (2 + kt * per_tile + releases);
     if p.epilogue {
         // Every warp's epilogue, and the first warp's TMA store, commit and wait.

@@ -74,6 +74,18 @@ fn more_transaction_bytes_than_expected() {
     );
 }
 
+#[test]
+fn a_tma_store_of_stores_not_fenced_for_the_async_proxy() {
+    assert_contains(
+        &diagnosis_with("epilogue", &[("FenceProxyAsync,", "")]),
+        &[
+            "warp epi0.w0",
+            "TMA store reads sC[0] through the async proxy while epi0.w0's st.shared to it is not fenced (no fence.proxy.async between the stores and this read",
+            "program[3] if.then[0] tma_store",
+        ],
+    );
+}
+
 /// The diagnosis of fixture `name` edited by `edits` (text replacements, each of which must
 /// apply), without its cycle, SM and CTA: the warp, the message and the instruction.
 fn diagnosis_with(name: &str, edits: &[(&str, &str)]) -> String {

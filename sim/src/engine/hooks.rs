@@ -43,6 +43,13 @@ pub enum Hook {
         slot: u32,
         bar: u32,
     },
+    /// Warp `warp` stored to `slot` of its CTA's shared memory with an ordinary (generic-proxy)
+    /// store.
+    SharedStored { warp: u32, slot: u32 },
+    /// Warp `warp` issued `fence.proxy.async`.
+    ProxyFenced { warp: u32 },
+    /// Warp `warp` issued a TMA store reading `slot` (through the async proxy).
+    TmaStoreIssued { warp: u32, slot: u32 },
     /// A TMA load's box of `bytes` is in shared memory (before its complete-tx on `bar`).
     TmaLoadLanded {
         cta: u32,
@@ -186,6 +193,9 @@ impl Shard<'_> {
                 }
             }
             Hook::WgmmaIssued { .. }
+            | Hook::SharedStored { .. }
+            | Hook::ProxyFenced { .. }
+            | Hook::TmaStoreIssued { .. }
             | Hook::AccumulatorsRead { .. }
             | Hook::MbarrierArrived { .. }
             | Hook::MbarrierUpdated { .. }

@@ -5,6 +5,7 @@
 
 use super::crossing::PENDING;
 use super::error::Fault;
+use super::hooks::Hook;
 use super::state::Warp;
 use super::Shard;
 use super::MAX_CONTROL_STEPS;
@@ -370,7 +371,11 @@ impl Shard<'_> {
                 self.pass_wgmma_wait(w, n)?;
                 true
             }
-            Inst::WgmmaFence | Inst::FenceProxyAsync => true,
+            Inst::WgmmaFence => true,
+            Inst::FenceProxyAsync => {
+                self.emit(Hook::ProxyFenced { warp: w })?;
+                true
+            }
             Inst::TmaStoreWait { .. } | Inst::CpAsyncWait { .. } => true,
             Inst::WgmmaCommit => {
                 self.issue_wgmma_commit(w);

@@ -16,7 +16,11 @@
 //!   issuer knows of through their remote arrivals;
 //! - a compute instruction reading accumulators before a wait covers the wgmma writing them;
 //! - an mbarrier with all its arrivals in and more transaction bytes than it expected (its
-//!   phase can never complete), or a tx-count outside ±(2^20-1).
+//!   phase can never complete), or a tx-count outside ±(2^20-1);
+//! - a wgmma or TMA store reading a slot (through the async proxy) that a warp wrote with
+//!   ordinary stores and has not yet fenced with `fence.proxy.async`: the reader may see the
+//!   data from before those stores (CUTLASS's `tma_store_fence`, FA3's fence before its
+//!   SS P V).
 //!
 //! The engine reports each event before it applies the instruction's effects, so a finding
 //! stops the instruction where it stands.
@@ -61,6 +65,12 @@ pub enum Finding {
     ExcessTx { mbarrier: String, bytes: i64 },
     #[error("mbarrier {mbarrier} tx-count {count} is outside the range ±(2^20-1) (expect-tx or complete-tx beyond what one phase can count)")]
     TxCountRange { mbarrier: String, count: i64 },
+    #[error("{reader} reads {slot} through the async proxy while {warp}'s st.shared to it is not fenced (no fence.proxy.async between the stores and this read: it may see the data from before them)")]
+    UnfencedSharedStore {
+        reader: &'static str,
+        slot: String,
+        warp: String,
+    },
 }
 
 impl Finding {
@@ -98,6 +108,8 @@ struct WarpState {
     acc_last: Vec<u64>,
     /// The HGMMA counts closing the warp's committed groups that no wait has covered yet.
     groups: VecDeque<u64>,
+    /// Slots the warp stored to since its last `fence.proxy.async`.
+    unfenced: Vec<u32>,
 }
 
 /// The last TMA load into a slot: its barrier, and the phase its complete-tx went to once it
@@ -192,6 +204,7 @@ impl Sanitizer {
                     hgmmas: 0,
                     acc_last: Vec::new(),
                     groups: VecDeque::new(),
+                    unfenced: Vec::new(),
                 };
                 nw
             ],
@@ -235,9 +248,51 @@ impl Sanitizer {
     }
 
     /// Observes one engine event; a hazard is returned before the event's state is recorded.
+    /// An async-proxy read of `slot` by CTA `ci`: no warp of the CTA (`only`: that warp, whose
+    /// part of the slot it is) may have stored to it since its last `fence.proxy.async`.
+    fn fenced(
+        &mut self,
+        ci: u32,
+        only: Option<u32>,
+        reader: &'static str,
+        slot: u32,
+    ) -> Result<(), Finding> {
+        let s = slot % self.ns;
+        let writer = self
+            .cta(ci)
+            .warps
+            .iter()
+            .enumerate()
+            .position(|(wl, w)| only.is_none_or(|o| o == wl as u32) && w.unfenced.contains(&s));
+        match writer {
+            Some(wl) => Err(Finding::UnfencedSharedStore {
+                reader,
+                slot: self.names.slot_name(slot),
+                warp: self.names.warp(wl as u32).to_string(),
+            }),
+            None => Ok(()),
+        }
+    }
+
     pub fn observe(&mut self, hook: &Hook) -> Result<(), Finding> {
         let nb = self.nb as usize;
         match *hook {
+            Hook::SharedStored { warp, slot } => {
+                let (ci, wl) = self.warp(warp);
+                let slot = slot % self.ns;
+                let w = &mut self.cta(ci).warps[wl as usize];
+                if !w.unfenced.contains(&slot) {
+                    w.unfenced.push(slot);
+                }
+            }
+            Hook::ProxyFenced { warp } => {
+                let (ci, wl) = self.warp(warp);
+                self.cta(ci).warps[wl as usize].unfenced.clear();
+            }
+            Hook::TmaStoreIssued { warp, slot } => {
+                let (ci, _) = self.warp(warp);
+                self.fenced(ci, None, "TMA store", slot)?;
+            }
             Hook::WgmmaIssued {
                 warp,
                 pc,
@@ -245,6 +300,11 @@ impl Sanitizer {
                 acc,
             } => {
                 let (ci, wl) = self.warp(warp);
+                // A warp's HGMMA reads its own 16 rows of A, all of B.
+                if reads[0] != NO_SLOT {
+                    self.fenced(ci, Some(wl), "wgmma", reads[0])?;
+                }
+                self.fenced(ci, None, "wgmma", reads[1])?;
                 let (ns, at) = (self.ns, self.at(ci));
                 let known = self.warp_clock(wl) + at;
                 let c = self.cta(ci);
@@ -532,6 +592,66 @@ mod tests {
             reads,
             acc: 0,
         }
+    }
+
+    #[test]
+    fn async_proxy_reads_need_the_writers_proxy_fence() {
+        let store = |warp| Hook::SharedStored { warp, slot: A0 };
+        let fence = |warp| Hook::ProxyFenced { warp };
+        let tma_store = Hook::TmaStoreIssued {
+            warp: CONSUMER,
+            slot: A0,
+        };
+        let unfenced = |reader| {
+            Err(Finding::UnfencedSharedStore {
+                reader,
+                slot: "sA[0]".into(),
+                warp: "consumer0.w1".into(),
+            })
+        };
+        // Another warp's unfenced stores are blamed on it, at a wgmma reading the slot as B
+        // and at the TMA store; as A, a warp's HGMMA reads only its own rows, so only its own
+        // stores count.
+        let mut s = sanitizer();
+        assert_eq!(
+            run(&mut s, &[store(CONSUMER + 1), wgmma(CONSUMER, [B0, A0])]),
+            unfenced("wgmma")
+        );
+        let mut s = sanitizer();
+        assert_eq!(
+            run(&mut s, &[store(CONSUMER + 1), wgmma(CONSUMER, [A0, B0])]),
+            Ok(())
+        );
+        assert_eq!(
+            run(&mut s, &[wgmma(CONSUMER + 1, [A0, B0])]),
+            unfenced("wgmma")
+        );
+        let mut s = sanitizer();
+        assert_eq!(
+            run(&mut s, &[store(CONSUMER + 1), tma_store]),
+            unfenced("TMA store")
+        );
+        // The writer's fence covers all its stores so far; one after it needs another.
+        let mut s = sanitizer();
+        let fenced = [
+            store(CONSUMER + 1),
+            store(CONSUMER),
+            fence(CONSUMER + 1),
+            fence(CONSUMER),
+        ];
+        assert_eq!(run(&mut s, &fenced), Ok(()));
+        assert_eq!(run(&mut s, &[tma_store, wgmma(CONSUMER, [A0, B0])]), Ok(()));
+        assert_eq!(
+            run(&mut s, &[store(CONSUMER + 1), tma_store]),
+            unfenced("TMA store")
+        );
+        // A store to another slot does not matter to this one's readers.
+        let mut s = sanitizer();
+        let other = Hook::SharedStored {
+            warp: CONSUMER + 1,
+            slot: B0 + 1,
+        };
+        assert_eq!(run(&mut s, &[other, tma_store]), Ok(()));
     }
 
     #[test]

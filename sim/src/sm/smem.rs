@@ -15,6 +15,7 @@
 //! waits (`mio_throttle`) while the port's backlog is longer than `smem.queue_cycles`.
 
 use crate::engine::error::Fault;
+use crate::engine::hooks::Hook;
 use crate::engine::schedule::{Outcome, Pending};
 use crate::engine::Shard;
 use crate::observe::warp_state::State;
@@ -131,6 +132,10 @@ impl Shard<'_> {
         sb: Option<u8>,
     ) -> Result<(), Fault> {
         let base = self.slot_base(w, s)?;
+        if store {
+            let slot = self.slot_index(w, s)?;
+            self.emit(Hook::SharedStored { warp: w, slot })?;
+        }
         let limit = self.k.buffers[s.buf as usize].slot_bytes;
         let addrs = self.lane_addrs(w, addr, base, limit, width, "the slot")?;
         let wf = wavefronts(&addrs, width, self.p.smem.banks, self.p.smem.bank_bytes);

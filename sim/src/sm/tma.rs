@@ -331,6 +331,8 @@ impl Shard<'_> {
 
     pub(crate) fn issue_tma_store(&mut self, w: u32, op: TmaOperands) -> Result<(), Fault> {
         self.slot_base(w, op.slot)?;
+        let slot = self.slot_index(w, op.slot)?;
+        self.emit(Hook::TmaStoreIssued { warp: w, slot })?;
         let spans = self.tma_spans(w, &op)?;
         let sm = self.warps[w as usize].sm;
         let (start, issued) = self.sms[sm as usize]
