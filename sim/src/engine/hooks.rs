@@ -205,15 +205,18 @@ impl Shard<'_> {
     }
 
     /// A state interval of warp `w` closed: charges mbarrier waits to their barrier and reports
-    /// the interval to the tracer.
+    /// the interval to the tracer. Inline: it closes every change of a warp's state, and
+    /// without a trace it is a few operations.
+    #[inline]
     pub(crate) fn close_interval(&mut self, w: u32, state: State, since: u64) {
         let warp = &mut self.warps[w as usize];
-        let role = &self.k.roles[warp.role as usize];
         match state {
             State::MbarrierWait => warp.mbar_wait[warp.waiting_on as usize] += self.now - since,
             State::WgmmaWait
                 if matches!(
-                    role.code.get(warp.state_pc as usize),
+                    self.k.roles[warp.role as usize]
+                        .code
+                        .get(warp.state_pc as usize),
                     Some(Op::Issue(Inst::Wgmma { .. }))
                 ) =>
             {
@@ -221,6 +224,14 @@ impl Shard<'_> {
             }
             _ => {}
         }
+        if self.tracer.is_some() {
+            self.trace_interval(w, state, since);
+        }
+    }
+
+    /// The trace's slice of warp `w`'s state interval that closed.
+    fn trace_interval(&mut self, w: u32, state: State, since: u64) {
+        let warp = &self.warps[w as usize];
         if let Some(t) = &mut self.tracer {
             let role = &self.k.roles[warp.role as usize];
             let path = role
