@@ -12,6 +12,7 @@
 //! re-read cyclically that exceeds a set misses almost entirely.
 
 use crate::memory::system::spread;
+use std::cell::Cell;
 
 /// How a line's index picks its set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +48,9 @@ pub struct SectorTags<X = ()> {
     /// The rest of each way in one record: a hit reads the set's tags and one record, not one
     /// array per field (the L2's 409,600 ways are far larger than the host's caches).
     state: Vec<Way<X>>,
+    /// The line prefetched last and its set: its lookup, which nearly always comes next, takes
+    /// the set from here rather than dividing again on the way to its tags.
+    prefetched: Cell<(u64, usize)>,
 }
 
 /// A way's state beside its tag, and what the cache that owns the array keeps per way (`X`).
@@ -123,7 +127,7 @@ impl<X: ZeroInit> SectorTags<X> {
         let ways = ways.max(1) as usize;
         let sets = (lines / ways as u64).max(1);
         let n = sets as usize * ways;
-        SectorTags {
+        let mut tags = SectorTags {
             sets,
             ways,
             index,
@@ -131,7 +135,10 @@ impl<X: ZeroInit> SectorTags<X> {
             tags: vec![EMPTY; n],
             lookups: 0,
             state: zeroed_ways(n),
-        }
+            prefetched: Cell::new((0, 0)),
+        };
+        tags.prefetched = Cell::new((0, tags.set_of(0)));
+        tags
     }
 
     fn set_of(&self, line: u64) -> usize {
@@ -145,7 +152,11 @@ impl<X: ZeroInit> SectorTags<X> {
     /// re-referenced furthest in the future is given to it, holding no sectors yet (what the
     /// owner keeps of it, `X`, is the owner's to reset).
     pub fn access(&mut self, line: u64) -> Lookup {
-        let base = self.set_of(line) * self.ways;
+        let set = match self.prefetched.get() {
+            (prefetched, set) if prefetched == line => set,
+            _ => self.set_of(line),
+        };
+        let base = set * self.ways;
         let ways = base..base + self.ways;
         self.lookups += 1;
         let t = tag(line);
@@ -180,10 +191,9 @@ impl<X: ZeroInit> SectorTags<X> {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let set = self
-                .tags
-                .as_ptr()
-                .wrapping_add(self.set_of(line) * self.ways);
+            let index = self.set_of(line);
+            self.prefetched.set((line, index));
+            let set = self.tags.as_ptr().wrapping_add(index * self.ways);
             // SAFETY: a prefetch is only a hint; it never faults, whatever the address.
             unsafe {
                 _mm_prefetch::<_MM_HINT_T0>(set.cast());
