@@ -48,9 +48,10 @@ pub struct SectorTags<X = ()> {
     /// The rest of each way in one record: a hit reads the set's tags and one record, not one
     /// array per field (the L2's 409,600 ways are far larger than the host's caches).
     state: Vec<Way<X>>,
-    /// The line prefetched last and its set: its lookup, which nearly always comes next, takes
-    /// the set from here rather than dividing again on the way to its tags.
-    prefetched: Cell<(u64, usize)>,
+    /// The last two lines prefetched and their sets, the latest first: a lookup comes after
+    /// the prefetch of the line that follows it (so that the two overlap), and takes its set
+    /// from here rather than dividing again on the way to its tags.
+    prefetched: Cell<[(u64, usize); 2]>,
 }
 
 /// A way's state beside its tag, and what the cache that owns the array keeps per way (`X`).
@@ -135,9 +136,9 @@ impl<X: ZeroInit> SectorTags<X> {
             tags: vec![EMPTY; n],
             lookups: 0,
             state: zeroed_ways(n),
-            prefetched: Cell::new((0, 0)),
+            prefetched: Cell::new([(0, 0); 2]),
         };
-        tags.prefetched = Cell::new((0, tags.set_of(0)));
+        tags.prefetched = Cell::new([(0, tags.set_of(0)); 2]);
         tags
     }
 
@@ -153,7 +154,8 @@ impl<X: ZeroInit> SectorTags<X> {
     /// owner keeps of it, `X`, is the owner's to reset).
     pub fn access(&mut self, line: u64) -> Lookup {
         let set = match self.prefetched.get() {
-            (prefetched, set) if prefetched == line => set,
+            [_, (before, set)] if before == line => set,
+            [(last, set), _] if last == line => set,
             _ => self.set_of(line),
         };
         let base = set * self.ways;
@@ -192,7 +194,8 @@ impl<X: ZeroInit> SectorTags<X> {
         {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
             let index = self.set_of(line);
-            self.prefetched.set((line, index));
+            let [last, _] = self.prefetched.get();
+            self.prefetched.set([(line, index), last]);
             let set = self.tags.as_ptr().wrapping_add(index * self.ways);
             // SAFETY: a prefetch is only a hint; it never faults, whatever the address.
             unsafe {
