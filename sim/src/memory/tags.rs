@@ -349,4 +349,21 @@ mod tests {
         assert_eq!(second_pass_misses(SetIndex::Fold), 0);
         assert!(second_pass_misses(SetIndex::Hash) > 0);
     }
+
+    #[test]
+    fn prefetches_leave_the_lookups_as_they_were() {
+        // The same lookups with and without prefetches ahead of them (the sets of the last
+        // two prefetched lines are kept), over lines that share sets and lines that do not.
+        let lines: Vec<u64> = (0..2000u64).map(|i| (i * 7919) % 3001).collect();
+        for index in [SetIndex::Fold, SetIndex::Hash] {
+            let mut plain = SectorTags::<()>::new(1 << 10, 4, index, Replacement::Srrip);
+            let mut ahead = plain.clone();
+            for (i, &line) in lines.iter().enumerate() {
+                if let Some(&next) = lines.get(i + 1 + i % 3) {
+                    ahead.prefetch(next);
+                }
+                assert_eq!(ahead.access(line), plain.access(line), "line {line}");
+            }
+        }
+    }
 }
