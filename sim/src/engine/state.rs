@@ -239,7 +239,7 @@ pub(crate) struct Cta {
     /// way: their events still refer to the CTA.
     pub tma_in_flight: u32,
     pub remote_in_flight: u32,
-    /// Its cluster (an id in `Engine::clusters`) and its rank there.
+    /// Its cluster (an id in `Shard::clusters`) and its rank there.
     pub cluster: u32,
     pub rank: u32,
 }
