@@ -62,7 +62,8 @@ impl Engine<'_> {
 }
 
 impl Shard<'_> {
-    /// One line per live warp: its CTA, name, instruction and what it waits for.
+    /// One line per live warp (by GPU-wide id): its CTA, name, instruction and what it waits
+    /// for.
     fn live_warps(&self) -> Vec<(u32, String)> {
         let mut blocked = Vec::new();
         for (id, w) in self.warps.iter() {
@@ -147,7 +148,7 @@ impl Shard<'_> {
                 _ => format!(" (cluster rank {})", cta.rank),
             };
             blocked.push((
-                id,
+                w.gid,
                 format!(
                     "  CTA {}{rank} warp {} at {path}: {why}",
                     cta.block,

@@ -12,10 +12,10 @@ use crate::observe::warp_state::State;
 use isa::program::{Inst, Op, Pipe};
 use serde_json::{json, Value};
 
-/// Something that happened in the engine. Slots are engine-wide slot indices
-/// ([`super::names::Names::slot`], `NO_SLOT` for none), CTAs engine-wide CTA indices, warps
-/// engine-wide warp indices (a CTA's warps are consecutive, in launch order), `bar` a flat
-/// mbarrier index within the CTA.
+/// Something that happened in the engine. Slots are the shard's slot indices
+/// ([`super::names::Names::slot`] of its CTA ids, `NO_SLOT` for none), CTAs and warps the
+/// shard's ids (a CTA's warps are consecutive, in launch order), `bar` a flat mbarrier index
+/// within the CTA.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Hook {
     /// A warp issued one HGMMA of the wgmma at `pc` reading `reads` and writing accumulators
@@ -119,7 +119,10 @@ impl Shard<'_> {
         let now = self.now;
         let sm_of = |e: &Self, cta: u32| e.ctas[cta as usize].sm;
         match hook {
-            Hook::TmaLoadIssued { warp, slot, .. } => {
+            Hook::TmaLoadIssued {
+                warp, cta, slot, ..
+            } => {
+                let (warp, slot) = (self.warps[warp as usize].gid, self.slot_gid(cta, slot));
                 if let Some(t) = &mut self.tracer {
                     t.tma_issued(warp, slot, now);
                 }
@@ -138,6 +141,7 @@ impl Shard<'_> {
                 });
                 let name = format!("TMA {}", self.names.slot_name(slot));
                 let sm = sm_of(self, cta);
+                let slot = self.slot_gid(cta, slot);
                 if let Some(t) = &mut self.tracer {
                     t.tma_landed(sm, slot, now, &name, args);
                 }
@@ -157,6 +161,7 @@ impl Shard<'_> {
             }
             Hook::MbarrierWaiterReleased { warp, cta, at } => {
                 let sm = sm_of(self, cta);
+                let warp = self.warps[warp as usize].gid;
                 if let Some(t) = &mut self.tracer {
                     t.waiter_released(sm, warp, now, at);
                 }
@@ -178,16 +183,19 @@ impl Shard<'_> {
                 let w = &self.warps[warp as usize];
                 let paths = &self.k.roles[w.role as usize].paths;
                 let commit = paths.get(w.pc as usize).map_or("", String::as_str);
+                let (warp, warpgroup) = (w.gid, self.wgs[warpgroup as usize].gid);
                 if let Some(t) = &mut self.tracer {
                     t.wgmma_committed(warp, warpgroup, group, now, commit);
                 }
             }
             Hook::WgmmaWaitReleased { warp, group } => {
+                let warp = self.warps[warp as usize].gid;
                 if let Some(t) = &mut self.tracer {
                     t.wgmma_released(warp, group, now);
                 }
             }
             Hook::HgmmaCompleted { warpgroup, .. } => {
+                let warpgroup = self.wgs[warpgroup as usize].gid;
                 if let Some(t) = &mut self.tracer {
                     t.hgmma_completed(warpgroup, now);
                 }
@@ -207,15 +215,18 @@ impl Shard<'_> {
     }
 
     /// A state interval of warp `w` closed: charges mbarrier waits to their barrier and reports
-    /// the interval to the tracer.
+    /// the interval to the tracer. Inline: it closes every change of a warp's state, and
+    /// without a trace it is a few operations.
+    #[inline]
     pub(crate) fn close_interval(&mut self, w: u32, state: State, since: u64) {
         let warp = &mut self.warps[w as usize];
-        let role = &self.k.roles[warp.role as usize];
         match state {
             State::MbarrierWait => warp.mbar_wait[warp.waiting_on as usize] += self.now - since,
             State::WgmmaWait
                 if matches!(
-                    role.code.get(warp.state_pc as usize),
+                    self.k.roles[warp.role as usize]
+                        .code
+                        .get(warp.state_pc as usize),
                     Some(Op::Issue(Inst::Wgmma { .. }))
                 ) =>
             {
@@ -223,6 +234,14 @@ impl Shard<'_> {
             }
             _ => {}
         }
+        if self.tracer.is_some() {
+            self.trace_interval(w, state, since);
+        }
+    }
+
+    /// The trace's slice of warp `w`'s state interval that closed.
+    fn trace_interval(&mut self, w: u32, state: State, since: u64) {
+        let warp = &self.warps[w as usize];
         if let Some(t) = &mut self.tracer {
             let role = &self.k.roles[warp.role as usize];
             let path = role
@@ -233,11 +252,17 @@ impl Shard<'_> {
             if state == State::MbarrierWait {
                 let bar = &self.k.mbarriers[warp.waiting_on as usize].name;
                 let what = format!("{path} on {bar}");
-                t.interval(w, state, (since, self.now), lanes, &what);
+                t.interval(warp.gid, state, (since, self.now), lanes, &what);
             } else {
-                t.interval(w, state, (since, self.now), lanes, path);
+                t.interval(warp.gid, state, (since, self.now), lanes, path);
             }
         }
+    }
+
+    /// Slot `slot` of CTA `cta` (the shard's ids) as the trace numbers it: by the CTA's
+    /// GPU-wide id, so that the shards' slots stay apart in the one trace.
+    fn slot_gid(&self, cta: u32, slot: u32) -> u32 {
+        self.names.same_slot(slot, self.ctas[cta as usize].gid)
     }
 
     /// Reports every live warp's current state interval up to now to the tracer (the run

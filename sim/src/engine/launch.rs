@@ -39,13 +39,12 @@ pub(crate) struct CtaSched {
     next_cta: u32,
     pub next_warp: u32,
     next_wg: u32,
-    next_cluster: u32,
     warps_per_cta: u32,
     wgs_per_cta: u32,
 }
 
 /// A CTA placed by the scheduler: its block, SM, GPU-wide ids (CTA, first warp and warpgroup:
-/// consecutive from there) and its cluster's id and its rank there.
+/// consecutive from there) and its rank in its cluster.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Launch {
     pub block: u32,
@@ -53,7 +52,6 @@ pub(crate) struct Launch {
     pub cta: u32,
     pub first_warp: u32,
     pub first_wg: u32,
-    pub cluster: u32,
     pub rank: u32,
 }
 
@@ -71,7 +69,6 @@ impl CtaSched {
             next_cta: 0,
             next_warp: 0,
             next_wg: 0,
-            next_cluster: 0,
             warps_per_cta: k.warps_per_cta(),
             wgs_per_cta: k.roles.iter().map(|r| r.warpgroups).sum(),
         }
@@ -101,8 +98,6 @@ impl CtaSched {
                     None => break,
                 }
             };
-            let cluster = self.next_cluster;
-            self.next_cluster += 1;
             for (rank, sm) in sms.into_iter().enumerate() {
                 self.resident[sm] += 1;
                 out.push(Launch {
@@ -111,7 +106,6 @@ impl CtaSched {
                     cta: self.next_cta,
                     first_warp: self.next_warp,
                     first_wg: self.next_wg,
-                    cluster,
                     rank: rank as u32,
                 });
                 self.next_block += 1;
@@ -147,13 +141,21 @@ impl Shard<'_> {
         let Launch {
             block,
             sm,
-            cta: cta_idx,
-            first_warp,
-            first_wg,
-            cluster,
+            cta: cta_gid,
+            first_warp: first_warp_gid,
+            first_wg: first_wg_gid,
             rank,
         } = l;
         let wgs_per_cta: u32 = k.roles.iter().map(|r| r.warpgroups).sum();
+        // The shard's own ids, in its launch order (which is the GPU-wide ids' order): its
+        // tables hold its agents alone. A cluster's CTAs launch one after another in one shard,
+        // so their ids are consecutive from a multiple of the cluster's size, as GPU-wide.
+        let cta_idx = self.launched_ctas;
+        self.launched_ctas += 1;
+        let first_warp = cta_idx * k.warps_per_cta();
+        let first_wg = cta_idx * wgs_per_cta;
+        let cluster = cta_idx / k.cluster;
+        debug_assert_eq!(rank, cta_idx % k.cluster, "a cluster's CTAs launch by rank");
         self.sms[sm as usize].launched += 1;
         if rank == 0 {
             self.clusters.insert(
@@ -176,6 +178,7 @@ impl Shard<'_> {
         self.ctas.insert(
             cta_idx,
             Cta {
+                gid: cta_gid,
                 block,
                 sm,
                 mbar_waiters: vec![Vec::new(); mbars.len()],
@@ -219,6 +222,7 @@ impl Shard<'_> {
                     self.warps.insert(
                         id,
                         Warp {
+                            gid: first_warp_gid + warp_in_cta,
                             sm,
                             cta: cta_idx,
                             role: r as u16,
@@ -276,7 +280,7 @@ impl Shard<'_> {
                     if let Some(t) = &mut self.tracer {
                         let name = format!("{}{wg}.w{w}", role.name);
                         t.warp(
-                            id,
+                            first_warp_gid + warp_in_cta,
                             WarpInfo {
                                 sm,
                                 name,
@@ -291,6 +295,7 @@ impl Shard<'_> {
                 self.wgs.insert(
                     wg_idx,
                     WarpGroup {
+                        gid: first_wg_gid + (wg_idx - first_wg),
                         cta: cta_idx,
                         warps: members,
                         submitted: 0,

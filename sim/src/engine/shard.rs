@@ -92,9 +92,12 @@ pub(crate) struct Shard<'a> {
     pub(crate) active: Vec<u64>,
     /// Each SM's port to the L2 (the memory system's per-SM bandwidth cap): only its SM books it.
     pub(crate) ports: Span<Link>,
+    /// Its warps, warpgroups and CTAs by its own ids, and the CTAs it launched so far (the next
+    /// CTA's id; its warps' and warpgroups' follow from it).
     pub(crate) warps: Live<Warp>,
     pub(crate) wgs: Live<WarpGroup>,
     pub(crate) ctas: Live<Cta>,
+    pub(crate) launched_ctas: u32,
     /// The results of retired warps: each role's totals, and the first
     /// [`super::stats::MAX_WARP_RESULTS`] warps' own (by GPU-wide id).
     pub(crate) role_totals: Vec<RoleTotals>,
@@ -189,6 +192,7 @@ impl<'a> Shard<'a> {
             warps: Live::default(),
             wgs: Live::default(),
             ctas: Live::default(),
+            launched_ctas: 0,
             role_totals: vec![RoleTotals::new(k.mbarriers.len()); k.roles.len()],
             warp_results: Vec::new(),
             last_progress: start,

@@ -19,10 +19,13 @@ use isa::program::{SCOREBOARDS, WARPS_PER_WARPGROUP};
 use std::collections::VecDeque;
 
 pub(crate) struct Warp {
+    /// The GPU-wide id (launch order over the GPU): what the trace, the results and the
+    /// reports name it by. The shard's tables use its own ids.
+    pub gid: u32,
     pub sm: u32,
     pub cta: u32,
     pub role: u16,
-    /// Engine-wide warpgroup index.
+    /// The shard's warpgroup id.
     pub wg: u32,
     /// Engine-wide partition index (SM × partitions + partition).
     pub partition: u32,
@@ -200,6 +203,8 @@ impl Warp {
 }
 
 pub(crate) struct WarpGroup {
+    /// The GPU-wide id (the trace names it by it).
+    pub gid: u32,
     pub cta: u32,
     pub warps: [u32; WARPS_PER_WARPGROUP as usize],
     /// HGMMAs submitted to the tensor pipe, out of its in-flight count (released), and
@@ -217,6 +222,8 @@ pub(crate) struct WarpGroup {
 }
 
 pub(crate) struct Cta {
+    /// The GPU-wide id (the trace's slots are numbered by it).
+    pub gid: u32,
     pub block: u32,
     pub sm: u32,
     pub mbars: Vec<MBarrier>,
@@ -235,7 +242,7 @@ pub(crate) struct Cta {
     /// way: their events still refer to the CTA.
     pub tma_in_flight: u32,
     pub remote_in_flight: u32,
-    /// Its cluster (an id in `Engine::clusters`) and its rank there.
+    /// Its cluster (an id in `Shard::clusters`) and its rank there.
     pub cluster: u32,
     pub rank: u32,
 }
@@ -377,7 +384,7 @@ pub(crate) struct Partition {
     pub membar_free: u64,
 }
 
-/// The warps, warpgroups or CTAs alive now, by GPU-wide id. Ids grow with launch order and
+/// The warps, warpgroups or CTAs alive now, by the shard's id. Ids grow with launch order and
 /// are never reused, so an event still queued for a retired agent cannot reach a new one (and
 /// GTO's "oldest" stays the lowest id); a retired agent's entry is dropped, and the run of
 /// dropped entries before the oldest live one is given back, so memory follows the resident
@@ -401,8 +408,8 @@ impl<T> Default for Live<T> {
 }
 
 impl<T> Live<T> {
-    /// Adds the entry of `id`, which must be above every id added before. A shard's ids are
-    /// GPU-wide, so the ids between (other shards' agents) are holes, dropped as retired ones.
+    /// Adds the entry of `id`, which must be above every id added before; the ids between are
+    /// holes, dropped as retired ones.
     pub fn insert(&mut self, id: u32, t: T) {
         if self.items.is_empty() {
             self.base = id;
@@ -497,7 +504,7 @@ mod tests {
             live.remove(id..id + 1);
         }
         assert!(live.items.is_empty());
-        // Another shard's ids are holes, given back as retired entries are.
+        // Skipped ids are holes, given back as retired entries are.
         live.insert(1000, 7);
         live.insert(1005, 8);
         assert_eq!((live.get(1002), live[1005]), (None, 8));

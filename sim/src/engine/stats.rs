@@ -185,8 +185,8 @@ impl Shard<'_> {
         let w = &self.warps[id as usize];
         let r = self.warp_result(w, end);
         self.role_totals[w.role as usize].add(&r);
-        if (id as usize) < MAX_WARP_RESULTS {
-            self.warp_results.push((id, r));
+        if (w.gid as usize) < MAX_WARP_RESULTS {
+            self.warp_results.push((w.gid, r));
         }
     }
 

@@ -12,6 +12,7 @@
 //! re-read cyclically that exceeds a set misses almost entirely.
 
 use crate::memory::system::spread;
+use std::cell::Cell;
 
 /// How a line's index picks its set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +48,10 @@ pub struct SectorTags<X = ()> {
     /// The rest of each way in one record: a hit reads the set's tags and one record, not one
     /// array per field (the L2's 409,600 ways are far larger than the host's caches).
     state: Vec<Way<X>>,
+    /// The last two lines prefetched and their sets, the latest first: a lookup comes after
+    /// the prefetch of the line that follows it (so that the two overlap), and takes its set
+    /// from here rather than dividing again on the way to its tags.
+    prefetched: Cell<[(u64, usize); 2]>,
 }
 
 /// A way's state beside its tag, and what the cache that owns the array keeps per way (`X`).
@@ -123,7 +128,7 @@ impl<X: ZeroInit> SectorTags<X> {
         let ways = ways.max(1) as usize;
         let sets = (lines / ways as u64).max(1);
         let n = sets as usize * ways;
-        SectorTags {
+        let mut tags = SectorTags {
             sets,
             ways,
             index,
@@ -131,7 +136,10 @@ impl<X: ZeroInit> SectorTags<X> {
             tags: vec![EMPTY; n],
             lookups: 0,
             state: zeroed_ways(n),
-        }
+            prefetched: Cell::new([(0, 0); 2]),
+        };
+        tags.prefetched = Cell::new([(0, tags.set_of(0)); 2]);
+        tags
     }
 
     fn set_of(&self, line: u64) -> usize {
@@ -145,7 +153,12 @@ impl<X: ZeroInit> SectorTags<X> {
     /// re-referenced furthest in the future is given to it, holding no sectors yet (what the
     /// owner keeps of it, `X`, is the owner's to reset).
     pub fn access(&mut self, line: u64) -> Lookup {
-        let base = self.set_of(line) * self.ways;
+        let set = match self.prefetched.get() {
+            [_, (before, set)] if before == line => set,
+            [(last, set), _] if last == line => set,
+            _ => self.set_of(line),
+        };
+        let base = set * self.ways;
         let ways = base..base + self.ways;
         self.lookups += 1;
         let t = tag(line);
@@ -180,10 +193,10 @@ impl<X: ZeroInit> SectorTags<X> {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let set = self
-                .tags
-                .as_ptr()
-                .wrapping_add(self.set_of(line) * self.ways);
+            let index = self.set_of(line);
+            let [last, _] = self.prefetched.get();
+            self.prefetched.set([(line, index), last]);
+            let set = self.tags.as_ptr().wrapping_add(index * self.ways);
             // SAFETY: a prefetch is only a hint; it never faults, whatever the address.
             unsafe {
                 _mm_prefetch::<_MM_HINT_T0>(set.cast());
@@ -335,5 +348,22 @@ mod tests {
         };
         assert_eq!(second_pass_misses(SetIndex::Fold), 0);
         assert!(second_pass_misses(SetIndex::Hash) > 0);
+    }
+
+    #[test]
+    fn prefetches_leave_the_lookups_as_they_were() {
+        // The same lookups with and without prefetches ahead of them (the sets of the last
+        // two prefetched lines are kept), over lines that share sets and lines that do not.
+        let lines: Vec<u64> = (0..2000u64).map(|i| (i * 7919) % 3001).collect();
+        for index in [SetIndex::Fold, SetIndex::Hash] {
+            let mut plain = SectorTags::<()>::new(1 << 10, 4, index, Replacement::Srrip);
+            let mut ahead = plain.clone();
+            for (i, &line) in lines.iter().enumerate() {
+                if let Some(&next) = lines.get(i + 1 + i % 3) {
+                    ahead.prefetch(next);
+                }
+                assert_eq!(ahead.access(line), plain.access(line), "line {line}");
+            }
+        }
     }
 }

@@ -196,6 +196,10 @@ impl Sanitizer {
     }
 
     fn cta(&mut self, cta: u32) -> &mut CtaState {
+        // Nearly every event is of a CTA seen before: its state, without sizing a new one.
+        if matches!(self.ctas.get(cta as usize), Some(Some(_))) {
+            return self.ctas[cta as usize].as_mut().expect("matched");
+        }
         let (nb, nw, ns) = (self.nb as usize, self.nw as usize, self.ns as usize);
         let clocks = (nw + nb * (1 + PHASES_KEPT as usize)) * self.width();
         grown(&mut self.ctas, cta).get_or_insert_with(|| CtaState {

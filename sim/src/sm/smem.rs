@@ -55,8 +55,9 @@ fn phase_wavefronts(
     banks: u32,
     bank_bytes: u32,
 ) -> u32 {
-    if contiguous_within_port(addrs.clone(), width, banks, bank_bytes) {
-        return 1;
+    if let Some(words) = contiguous_words(addrs.clone(), width, bank_bytes) {
+        // Consecutive words go round the banks: the busiest holds ceil(words / banks).
+        return words.div_ceil(u64::from(banks)) as u32;
     }
     let mut words: Vec<u64> = addrs
         .flat_map(|a| {
@@ -74,29 +75,24 @@ fn phase_wavefronts(
     per_bank.into_iter().max().unwrap_or(0).max(1)
 }
 
-/// Whether the lanes read one bank-aligned run of consecutive bytes no longer than the port
-/// (lane i at the first lane's address + i · width): then no bank holds two of its words, one
-/// wavefront. The common case (a warp's row, an ldmatrix) without sorting its words.
-fn contiguous_within_port(
+/// How many words the lanes touch when they read one run of consecutive bytes (lane i at the
+/// first lane's address + i · width), else `None`. The common case (a warp's row, an ldmatrix,
+/// a half-warp's 256 bytes of 16-byte accesses) without sorting its words.
+fn contiguous_words(
     mut addrs: impl Iterator<Item = u64>,
     width: u32,
-    banks: u32,
     bank_bytes: u32,
-) -> bool {
-    let Some(first) = addrs.next() else {
-        return false;
-    };
-    if first % u64::from(bank_bytes) != 0 {
-        return false;
-    }
+) -> Option<u64> {
+    let first = addrs.next()?;
     let mut next = first + u64::from(width);
     for a in addrs {
         if a != next {
-            return false;
+            return None;
         }
         next += u64::from(width);
     }
-    next - first <= u64::from(banks * bank_bytes)
+    let bank_bytes = u64::from(bank_bytes);
+    Some((next - 1) / bank_bytes - first / bank_bytes + 1)
 }
 
 impl Shard<'_> {
@@ -240,7 +236,7 @@ mod tests {
     #[test]
     fn the_contiguous_shortcut_agrees_with_counting_words() {
         // Runs that start on a bank word, or off one, within the port or past it, in order
-        // or not: the shortcut (one wavefront) applies only where counting gives one too.
+        // or not: the shortcut (consecutive words) gives what counting gives.
         let count = |a: &[u64], width: u32| {
             let words: std::collections::BTreeSet<u64> = a
                 .iter()

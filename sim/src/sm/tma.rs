@@ -134,9 +134,9 @@ impl Iterator for BoxSpans {
 
 /// A TMA load in flight: where it lands, the bytes of its last chunk (the others carry
 /// `tma.chunk_bytes`), and what it completes: its box's transaction bytes, the slot it fills
-/// (engine-wide), and the warp and instruction that issued it (for diagnostics). A multicast
-/// load lands in the CTAs of `dests` (cluster ranks; 0: only `cta`), each in the same slot and
-/// on the same mbarrier, `first` the CTA of rank 0.
+/// (the shard's index), and the warp and instruction that issued it (for diagnostics). A
+/// multicast load lands in the CTAs of `dests` (cluster ranks; 0: only `cta`), each in the same
+/// slot and on the same mbarrier, `first` the CTA of rank 0.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TmaLoad {
     sm: u32,
