@@ -452,31 +452,27 @@ static void point(const Maps<G>& m, int ctas) {
       }
 }
 
+// Both techniques, each off and both off.
+template <class G, int ST = 2>
+static void all_points(const Maps<G>& m, int ctas) {
+  point<G, true, true, ST>(m, ctas);
+  point<G, false, true, ST>(m, ctas);
+  point<G, true, false, ST>(m, ctas);
+  point<G, false, false, ST>(m, ctas);
+}
+
 int main() {
   header("fa3");
   CHECK(cudaMalloc(&g_out, 6 * 132 * sizeof(unsigned long long)));
   CHECK(cudaMalloc(&g_sink, 4096 * sizeof(float)));
   CHECK(cudaMalloc(&g_trace, 3 * 64 * 8 * sizeof(long long)));
   const Maps<Hd128> m128;
-  for (int ctas : {1, 132}) {
-    point<Hd128, true, true>(m128, ctas);
-    point<Hd128, false, true>(m128, ctas);
-    point<Hd128, true, false>(m128, ctas);
-    point<Hd128, false, false>(m128, ctas);
-  }
+  for (int ctas : {1, 132}) all_points(m128, ctas);
   // Three K/V stages (224 KiB of shared memory): is the two-stage ring's round trip binding?
-  point<Hd128, true, true, 3>(m128, 1);
-  point<Hd128, false, true, 3>(m128, 1);
-  point<Hd128, true, false, 3>(m128, 1);
-  point<Hd128, false, false, 3>(m128, 1);
+  all_points<Hd128, 3>(m128, 1);
   // Head dim 64: FA3's 192 x 192 tile, three consumer warpgroups, P through shared memory.
   const Maps<Hd64> m64;
-  for (int ctas : {1, 132}) {
-    point<Hd64, true, true>(m64, ctas);
-    point<Hd64, false, true>(m64, ctas);
-    point<Hd64, true, false>(m64, ctas);
-    point<Hd64, false, false>(m64, ctas);
-  }
+  for (int ctas : {1, 132}) all_points(m64, ctas);
   unsigned timeouts = 0;
   CHECK(cudaMemcpyFromSymbol(&timeouts, g_timeouts, sizeof timeouts));
   printf("# mbarrier_wait_timeouts=%u\n", timeouts);

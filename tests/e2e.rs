@@ -19,6 +19,16 @@ fn stats(name: &str, pairs: &[(&str, i64)]) -> RunStats {
         .unwrap()
 }
 
+/// Cycles of a scenario given as text (written to the scratch file `name`).
+fn cycles_of_text(name: &str, text: &str) -> u64 {
+    let path = temp_scenario(name, text);
+    let (kernel, preset) = run::load(&path, &sets(&[])).unwrap();
+    Engine::new(&kernel, &preset, Config::default())
+        .run()
+        .unwrap()
+        .cycles
+}
+
 fn gemm_ws_text() -> String {
     std::fs::read_to_string(scenario("gemm_ws")).unwrap()
 }
@@ -1059,14 +1069,7 @@ fn a_fence_waits_for_the_warps_stores() {
 )"#
         )
     };
-    let cycles = |fence: &str| {
-        let path = temp_scenario(&format!("fence{}.ron", fence.len()), &text(fence));
-        let (kernel, preset) = run::load(&path, &sets(&[])).unwrap();
-        Engine::new(&kernel, &preset, Config::default())
-            .run()
-            .unwrap()
-            .cycles
-    };
+    let cycles = |fence: &str| cycles_of_text(&format!("fence{}.ron", fence.len()), &text(fence));
     let (with, without) = (cycles("Fence,"), cycles(""));
     // 200 FMAs at one a cycle or two outlast the store alone; after the fence they start
     // only when its round trip through L2 (hundreds of cycles) is back.
@@ -1103,14 +1106,8 @@ fn a_proxy_fence_waits_for_the_warps_shared_stores() {
 )"#
         )
     };
-    let cycles = |fence: &str| {
-        let path = temp_scenario(&format!("proxy_fence{}.ron", fence.len()), &text(fence));
-        let (kernel, preset) = run::load(&path, &sets(&[])).unwrap();
-        Engine::new(&kernel, &preset, Config::default())
-            .run()
-            .unwrap()
-            .cycles
-    };
+    let cycles =
+        |fence: &str| cycles_of_text(&format!("proxy_fence{}.ron", fence.len()), &text(fence));
     let (with, without) = (cycles("FenceProxyAsync,"), cycles(""));
     assert_eq!(with - without, 36, "with a fence {with}, without {without}");
 }

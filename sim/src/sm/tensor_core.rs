@@ -31,7 +31,7 @@ use std::collections::VecDeque;
 /// One HGMMA waiting for or running on the pipe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Hgmma {
-    /// Index of the warpgroup (engine-wide) that issued it.
+    /// Index of the warpgroup (in its shard's numbering) that issued it.
     pub warpgroup: u32,
     pub n: u32,
     /// Its K: 16 (bf16/f16), 32 (e4m3/e5m2) or 8 (tf32).
