@@ -556,7 +556,7 @@ out.shown = range();
     assert!(
         gemm.starts_with("consumer0 (CTA 0): GEMM 1 of iteration (wgmma group ")
             && gemm.contains("\ncommitted at cycle ")
-            && gemm.contains(": role `consumer`: program[3] loop(i).body[10] if.then[9] loop(jj).body[7] wgmma.commit_group\nruns "),
+            && gemm.contains(": role `consumer`: program[3] loop(i).body[10] if.then[10] loop(jj).body[7] wgmma.commit_group\nruns "),
         "{gemm}"
     );
     assert_eq!(r("chart"), (at(0, "from"), at(1, "to")));
