@@ -33,15 +33,24 @@ impl Shard<'_> {
 
     /// The byte offset of a slot in the CTA's shared memory.
     pub(crate) fn slot_base(&self, w: u32, s: &SlotRef) -> Result<u64, Fault> {
-        // Every CTA's shared memory starts 128-byte aligned, so bank mapping needs no CTA base.
-        Ok(self.k.buffers[s.buf as usize].slot_offset(self.eval(w, &s.slot)?)?)
+        Ok(self.slot(w, s)?.0)
     }
 
-    /// The engine-wide index of a slot reference's slot.
+    /// The shard's index of a slot reference's slot.
     pub(crate) fn slot_index(&self, w: u32, s: &SlotRef) -> Result<u32, Fault> {
+        Ok(self.slot(w, s)?.1)
+    }
+
+    /// A slot reference's slot, its reference evaluated once: its byte offset in the CTA's
+    /// shared memory and the shard's index of it.
+    pub(crate) fn slot(&self, w: u32, s: &SlotRef) -> Result<(u64, u32), Fault> {
         let i = self.eval(w, &s.slot)?;
-        self.k.buffers[s.buf as usize].slot_offset(i)?;
-        Ok(self.names.slot(self.warps[w as usize].cta, s.buf, i as u32))
+        // Every CTA's shared memory starts 128-byte aligned, so bank mapping needs no CTA base.
+        let base = self.k.buffers[s.buf as usize].slot_offset(i)?;
+        Ok((
+            base,
+            self.names.slot(self.warps[w as usize].cta, s.buf, i as u32),
+        ))
     }
 
     /// The active lanes' addresses of a per-lane expression; each one's `width` bytes must lie

@@ -127,9 +127,8 @@ impl Shard<'_> {
         width: u32,
         sb: Option<u8>,
     ) -> Result<(), Fault> {
-        let base = self.slot_base(w, s)?;
+        let (base, slot) = self.slot(w, s)?;
         if store {
-            let slot = self.slot_index(w, s)?;
             self.emit(Hook::SharedStored { warp: w, slot })?;
         }
         let limit = self.k.buffers[s.buf as usize].slot_bytes;

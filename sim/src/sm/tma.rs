@@ -211,11 +211,10 @@ impl Shard<'_> {
         multicast: Option<&Code>,
     ) -> Result<(), Fault> {
         let now = self.now;
-        self.slot_base(w, op.slot)?;
+        let slot = self.slot_index(w, op.slot)?;
         let b = self.bar_index(w, bar)?;
         let spans = self.tma_spans(w, &op)?;
         let (sm, cta) = (self.warps[w as usize].sm, self.warps[w as usize].cta);
-        let slot = self.slot_index(w, op.slot)?;
         let (dests, first) = match multicast {
             Some(mask) => self.cluster_mask(w, mask, "multicast", "a multicast TMA load")?,
             None => (0, cta),
@@ -330,7 +329,6 @@ impl Shard<'_> {
     }
 
     pub(crate) fn issue_tma_store(&mut self, w: u32, op: TmaOperands) -> Result<(), Fault> {
-        self.slot_base(w, op.slot)?;
         let slot = self.slot_index(w, op.slot)?;
         self.emit(Hook::TmaStoreIssued { warp: w, slot })?;
         let spans = self.tma_spans(w, &op)?;
